@@ -1,0 +1,219 @@
+//! SPEC §5: the Jev codec — the frozen question, the request body, and
+//! decoding of a bare answer or the Cloudflare envelope. The host only POSTs
+//! the body and hands back the response text; it never reads Jev JSON.
+
+use serde_json::Value;
+
+/// The question's instructions; `{chunk}` is replaced by the chunk name
+/// (`p3`). Measured wording: a protocol constant (SPEC §5), frozen by a test.
+pub const INSTRUCTIONS: &str = "`chunks.{chunk}` の文章は、`request` の依頼に答えるために必要な情報を含むか。";
+/// The `true` criterion (SPEC §5).
+pub const CRITERIA_TRUE: &str = "依頼に答える材料 (事実・数値・主張・手順・限界) が含まれる";
+/// The `false` criterion (SPEC §5).
+pub const CRITERIA_FALSE: &str = "ナビゲーション・広告・定型文・著者欄・無関係な話題など、依頼に答える材料を含まない";
+
+/// The chunk (and question) name of paragraph `index`: `p{index}`, with the
+/// paragraph's number in the whole text (SPEC §4.5), so names are unique.
+pub fn chunk_name(index: usize) -> String {
+    format!("p{index}")
+}
+
+fn push_json_str(out: &mut String, s: &str) {
+    out.push_str(&serde_json::to_string(s).expect("a str always encodes"));
+}
+
+/// The request body of one batch (SPEC §5 wire shape). `model` is included
+/// only when given (native TypeSafe route; Cloudflare takes it from the URL).
+/// `chunks` are `(paragraph number, text)` in batch order; keys keep that order.
+pub fn encode_request(model: Option<&str>, basis: &str, chunks: &[(usize, &str)]) -> String {
+    let size: usize = chunks.iter().map(|(_, t)| t.len() + 400).sum::<usize>() + basis.len() + 64;
+    let mut out = String::with_capacity(size);
+    out.push('{');
+    if let Some(model) = model {
+        out.push_str("\"model\":");
+        push_json_str(&mut out, model);
+        out.push(',');
+    }
+    out.push_str("\"state\":{\"request\":");
+    push_json_str(&mut out, basis);
+    out.push_str(",\"chunks\":{");
+    for (i, (index, text)) in chunks.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_str(&mut out, &chunk_name(*index));
+        out.push(':');
+        push_json_str(&mut out, text);
+    }
+    out.push_str("}},\"questions\":{");
+    for (i, (index, _)) in chunks.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let name = chunk_name(*index);
+        push_json_str(&mut out, &name);
+        out.push_str(":{\"type\":\"noul\",\"instructions\":");
+        push_json_str(&mut out, &INSTRUCTIONS.replace("{chunk}", &name));
+        out.push_str(",\"criteria\":{\"true\":");
+        push_json_str(&mut out, CRITERIA_TRUE);
+        out.push_str(",\"false\":");
+        push_json_str(&mut out, CRITERIA_FALSE);
+        out.push_str("}}");
+    }
+    out.push_str("}}");
+    out
+}
+
+/// A decoded Jev answer for one batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    /// One score per requested paragraph, in request order; `None` when the
+    /// answer is missing, not a number, or outside [0, 1] (kept, SPEC §5).
+    pub scores: Vec<Option<f64>>,
+    /// `usage.input_tokens`, 0 when absent.
+    pub input_tokens: u64,
+}
+
+/// Why a response body could not be decoded at all (the batch fails; SPEC §11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Not JSON.
+    NotJson,
+    /// A Cloudflare envelope with `success` not `true`, or without `result`.
+    EnvelopeFailed,
+    /// No `answers` object.
+    NoAnswers,
+}
+
+/// Decode a 2xx body, bare (`{"answers":…}`) or in the Cloudflare envelope
+/// (`{"success":true,"result":{…}}`), for the paragraphs `indices` (request order).
+pub fn decode_response(body: &str, indices: &[usize]) -> Result<Decoded, DecodeError> {
+    let value: Value = serde_json::from_str(body).map_err(|_| DecodeError::NotJson)?;
+    let mut inner = &value;
+    if let Some(obj) = value.as_object() {
+        if obj.contains_key("success") || (obj.contains_key("result") && !obj.contains_key("answers")) {
+            if obj.get("success").and_then(Value::as_bool) != Some(true) {
+                return Err(DecodeError::EnvelopeFailed);
+            }
+            inner = obj.get("result").filter(|r| r.is_object()).ok_or(DecodeError::EnvelopeFailed)?;
+        }
+    }
+    let answers = inner.get("answers").and_then(Value::as_object).ok_or(DecodeError::NoAnswers)?;
+    let scores = indices
+        .iter()
+        .map(|&index| {
+            let answer = answers.get(&chunk_name(index))?;
+            if let Some(kind) = answer.get("type") {
+                if kind.as_str() != Some("noul") {
+                    return None;
+                }
+            }
+            let p = answer.get("noul")?.as_f64()?;
+            (p.is_finite() && (0.0..=1.0).contains(&p)).then_some(p)
+        })
+        .collect();
+    let input_tokens = inner
+        .get("usage")
+        .and_then(|u| u.get("input_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Ok(Decoded { scores, input_tokens })
+}
+
+/// Inclusive status ranges a host may retry once (SPEC §11): 429 and 5xx.
+/// Never 402 (out of credit) nor any other 4xx.
+pub const RETRY_ON: [(u16, u16); 2] = [(429, 429), (500, 599)];
+
+/// The class of a failed batch, for diagnosis (never the body).
+pub fn failure_class(status: Option<u16>) -> &'static str {
+    match status {
+        None => "network",
+        Some(402) => "out-of-credit",
+        Some(429) => "rate-limited",
+        Some(s) if (500..=599).contains(&s) => "http-5xx",
+        Some(s) if (400..=499).contains(&s) => "http-4xx",
+        Some(_) => "http-other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn question_text_is_frozen() {
+        // One sentence more or less moved scores by 0.36 (SPEC §5): a change
+        // here needs a new measurement, not just a new expected string.
+        assert_eq!(
+            INSTRUCTIONS.replace("{chunk}", "p3"),
+            "`chunks.p3` の文章は、`request` の依頼に答えるために必要な情報を含むか。"
+        );
+        assert_eq!(CRITERIA_TRUE, "依頼に答える材料 (事実・数値・主張・手順・限界) が含まれる");
+        assert_eq!(
+            CRITERIA_FALSE,
+            "ナビゲーション・広告・定型文・著者欄・無関係な話題など、依頼に答える材料を含まない"
+        );
+    }
+
+    #[test]
+    fn request_body_has_the_wire_shape() {
+        let body = encode_request(Some("jev-1.13.0"), "How?\n\"q\"", &[(3, "alpha"), (4, "β \"x\"")]);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["model"], "jev-1.13.0");
+        assert_eq!(v["state"]["request"], "How?\n\"q\"");
+        assert_eq!(v["state"]["chunks"]["p3"], "alpha");
+        assert_eq!(v["state"]["chunks"]["p4"], "β \"x\"");
+        assert_eq!(v["questions"]["p4"]["type"], "noul");
+        assert_eq!(
+            v["questions"]["p4"]["instructions"],
+            "`chunks.p4` の文章は、`request` の依頼に答えるために必要な情報を含むか。"
+        );
+        assert_eq!(v["questions"]["p3"]["criteria"]["true"], CRITERIA_TRUE);
+        assert_eq!(v["questions"]["p3"]["criteria"]["false"], CRITERIA_FALSE);
+        assert_eq!(v["questions"].as_object().unwrap().len(), 2);
+        assert!(body.find("\"p3\"").unwrap() < body.find("\"p4\"").unwrap(), "keys keep batch order");
+    }
+
+    #[test]
+    fn cloudflare_request_has_no_model() {
+        let body = encode_request(None, "basis", &[(0, "x")]);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert!(v.get("model").is_none());
+    }
+
+    #[test]
+    fn bare_and_enveloped_answers_decode_alike() {
+        let bare = r#"{"model":"jev-1.13.0","answers":{"p0":{"type":"noul","noul":0.12},"p1":{"type":"noul","noul":0.9}},"usage":{"input_tokens":1834,"output_tokens":0}}"#;
+        let wrapped = format!(r#"{{"success":true,"result":{bare},"errors":[],"messages":[]}}"#);
+        let expect = Decoded { scores: vec![Some(0.12), Some(0.9)], input_tokens: 1834 };
+        assert_eq!(decode_response(bare, &[0, 1]).unwrap(), expect);
+        assert_eq!(decode_response(&wrapped, &[0, 1]).unwrap(), expect);
+    }
+
+    #[test]
+    fn invalid_answers_are_none() {
+        let body = r#"{"answers":{"p0":{"noul":1.5},"p1":{"noul":"0.3"},"p2":{"type":"choice","noul":0.2},"p4":{"noul":-0.01},"p5":{"noul":1}}}"#;
+        let d = decode_response(body, &[0, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!(d.scores, vec![None, None, None, None, None, Some(1.0)]);
+        assert_eq!(d.input_tokens, 0);
+    }
+
+    #[test]
+    fn undecodable_bodies_fail_the_batch() {
+        assert_eq!(decode_response("<html>", &[0]), Err(DecodeError::NotJson));
+        assert_eq!(
+            decode_response(r#"{"success":false,"errors":[{"code":7000}],"result":null}"#, &[0]),
+            Err(DecodeError::EnvelopeFailed)
+        );
+        assert_eq!(decode_response(r#"{"model":"jev"}"#, &[0]), Err(DecodeError::NoAnswers));
+    }
+
+    #[test]
+    fn retry_only_on_429_and_5xx() {
+        let retry = |s: u16| RETRY_ON.iter().any(|&(a, b)| (a..=b).contains(&s));
+        assert!(retry(429) && retry(500) && retry(529) && retry(599));
+        assert!(!retry(402) && !retry(401) && !retry(422) && !retry(408) && !retry(413));
+        assert_eq!(failure_class(Some(402)), "out-of-credit");
+        assert_eq!(failure_class(None), "network");
+    }
+}

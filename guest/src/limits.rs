@@ -1,0 +1,31 @@
+//! Every number of the SPEC, once. Lengths are characters (Unicode scalar values).
+
+/// SPEC §2: results shorter than this are never pruned (characters).
+pub const MIN_CHARS: usize = 4_000;
+/// SPEC §3: the basis is at most this many characters of the request.
+pub const BASIS_CHARS: usize = 2_000;
+/// SPEC §3: a trimmed basis shorter than this gives `no_basis` (characters).
+pub const MIN_BASIS_CHARS: usize = 20;
+/// SPEC §4.3: a paragraph longer than this is fixed: unscored and kept (characters).
+pub const MAX_PARAGRAPH_CHARS: usize = 6_000;
+/// SPEC §4.4: a paragraph shorter than this merges into a neighbour (characters).
+pub const MIN_PARAGRAPH_CHARS: usize = 120;
+/// SPEC §4.6: paragraphs per batch, at most.
+pub const BATCH_PARAGRAPHS: usize = 16;
+/// SPEC §4.6: characters per batch, at most.
+pub const BATCH_CHARS: usize = 12_000;
+/// SPEC §4.6: scorer calls in flight, at most.
+pub const MAX_IN_FLIGHT: u32 = 4;
+/// SPEC §11: deadline for the whole scoring of one result (ms).
+pub const DEADLINE_MS: u32 = 20_000;
+/// SPEC §11: retries per batch on 429 / 5xx.
+pub const MAX_RETRIES: u32 = 1;
+/// SPEC §7: the net reduction floor.
+pub const MIN_REDUCTION: f64 = 0.25;
+/// SPEC §6: the four thresholds and the default.
+pub const THRESHOLDS: [f64; 4] = [0.1, 0.2, 0.3, 0.5];
+pub const DEFAULT_THRESHOLD: f64 = 0.2;
+/// SPEC §8: a wrapper's string holds at least this share of the raw characters.
+pub const WRAPPER_SHARE: f64 = 0.6;
+/// SPEC §10: characters returned by one `omitted` call, at most.
+pub const OMITTED_MAX_CHARS: usize = 20_000;
