@@ -72,7 +72,8 @@ pub fn classify(raw: &str) -> Classified {
 /// A span that does not lie on character boundaries of `raw` (a wrapper
 /// found in some other text) returns `raw` unchanged rather than panicking.
 pub fn replace(raw: &str, wrapper: &Wrapper, value: &str) -> String {
-    let (Some(before), Some(after)) = (raw.get(..wrapper.span.start), raw.get(wrapper.span.end..)) else {
+    let (Some(before), Some(after)) = (raw.get(..wrapper.span.start), raw.get(wrapper.span.end..))
+    else {
         return raw.to_owned();
     };
     if wrapper.span.start > wrapper.span.end {
@@ -127,7 +128,11 @@ fn locate(raw: &str) -> Result<Wrapper, GiveUp> {
     let b = raw.as_bytes();
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
-        return Err(if i < b.len() { GiveUp::NotAnObject } else { GiveUp::Malformed });
+        return Err(if i < b.len() {
+            GiveUp::NotAnObject
+        } else {
+            GiveUp::Malformed
+        });
     }
     i = skip_ws(b, i + 1);
 
@@ -185,7 +190,10 @@ fn locate(raw: &str) -> Result<Wrapper, GiveUp> {
     if (longest.chars as f64) < WRAPPER_SHARE * raw_chars as f64 {
         return Err(GiveUp::UnderShare);
     }
-    Ok(Wrapper { span: longest.span, value: longest.value })
+    Ok(Wrapper {
+        span: longest.span,
+        value: longest.value,
+    })
 }
 
 /// Keep the longer of `longest` and a new direct string; note a tie.
@@ -194,7 +202,14 @@ fn consider(longest: &mut Option<Longest>, span: Range<usize>, value: String) {
     match longest {
         Some(best) if chars < best.chars => {}
         Some(best) if chars == best.chars => best.tied = true,
-        _ => *longest = Some(Longest { chars, span, value, tied: false }),
+        _ => {
+            *longest = Some(Longest {
+                chars,
+                span,
+                value,
+                tied: false,
+            })
+        }
     }
 }
 
@@ -287,7 +302,10 @@ mod tests {
     fn wrapper(raw: &str) -> Wrapper {
         match classify(raw) {
             Classified::Wrapper(w) => w,
-            other => panic!("expected a wrapper, got {other:?} ({:?})", locate(raw).err()),
+            other => panic!(
+                "expected a wrapper, got {other:?} ({:?})",
+                locate(raw).err()
+            ),
         }
     }
 
@@ -312,7 +330,10 @@ mod tests {
     #[test]
     fn ascii_escaped_wrapper_is_found() {
         let raw = read(shared!("cases/wrapper-ascii-escaped.json"));
-        assert!(raw.is_ascii(), "the server escaped every non-ASCII character");
+        assert!(
+            raw.is_ascii(),
+            "the server escaped every non-ASCII character"
+        );
         let w = assert_content_wrapper(&raw);
         assert!(!w.value.is_ascii());
         // The seed's "canonical encoding occurs once" search finds nothing here.
@@ -335,9 +356,16 @@ mod tests {
 
     #[test]
     fn top_level_array_is_structured() {
-        for path in [shared!("cases/top-level-array.json"), shared!("corpus/vue-docs-partners.json")] {
+        for path in [
+            shared!("cases/top-level-array.json"),
+            shared!("corpus/vue-docs-partners.json"),
+        ] {
             assert_eq!(classify(&read(path)), Classified::Structured, "{path}");
-            assert_eq!(locate(&read(path)).err(), Some(GiveUp::NotAnObject), "{path}");
+            assert_eq!(
+                locate(&read(path)).err(),
+                Some(GiveUp::NotAnObject),
+                "{path}"
+            );
         }
     }
 
@@ -370,8 +398,16 @@ mod tests {
             let pruned = "kept \"paragraph\" \\ \u{3042}\n\n[… omitted P2 …]\n";
             let out = replace(&raw, &w, pruned);
             let encoded = serde_json::to_string(pruned).unwrap();
-            assert_eq!(out.as_bytes()[..w.span.start], raw.as_bytes()[..w.span.start], "{path}");
-            assert_eq!(out.as_bytes()[w.span.start + encoded.len()..], raw.as_bytes()[w.span.end..], "{path}");
+            assert_eq!(
+                out.as_bytes()[..w.span.start],
+                raw.as_bytes()[..w.span.start],
+                "{path}"
+            );
+            assert_eq!(
+                out.as_bytes()[w.span.start + encoded.len()..],
+                raw.as_bytes()[w.span.end..],
+                "{path}"
+            );
             let before: Value = serde_json::from_str(&raw).unwrap();
             let after: Value = serde_json::from_str(&out).unwrap();
             assert_eq!(after["content"], pruned, "{path}");
@@ -385,7 +421,14 @@ mod tests {
 
     #[test]
     fn text_is_text() {
-        for raw in ["", "   ", "plain words", "{ this is not json }", "{\"a\": 1", "[1, 2"] {
+        for raw in [
+            "",
+            "   ",
+            "plain words",
+            "{ this is not json }",
+            "{\"a\": 1",
+            "[1, 2",
+        ] {
             assert_eq!(classify(raw), Classified::Text, "{raw:?}");
         }
     }
@@ -402,14 +445,23 @@ mod tests {
     fn empty_object_is_structured() {
         assert_eq!(classify(" { } \n"), Classified::Structured);
         assert_eq!(locate("{}").err(), Some(GiveUp::NoDirectString));
-        assert_eq!(locate(r#"{"a": 1, "b": [], "c": {}}"#).err(), Some(GiveUp::NoDirectString));
+        assert_eq!(
+            locate(r#"{"a": 1, "b": [], "c": {}}"#).err(),
+            Some(GiveUp::NoDirectString)
+        );
     }
 
     #[test]
     fn minimal_wrapper_is_found() {
         let value = long_text(5_000);
         let raw = format!("{{\"content\":{}}}", serde_json::to_string(&value).unwrap());
-        assert_eq!(wrapper(&raw), Wrapper { span: 11..raw.len() - 1, value });
+        assert_eq!(
+            wrapper(&raw),
+            Wrapper {
+                span: 11..raw.len() - 1,
+                value
+            }
+        );
     }
 
     #[test]
@@ -450,7 +502,12 @@ mod tests {
     #[test]
     fn shorter_string_after_the_longest_does_not_tie() {
         let value = long_text(9_000);
-        let raw = format!(r#"{{"a": "{}", "content": {}, "b": "{}"}}"#, "x".repeat(20), serde_json::to_string(&value).unwrap(), "y".repeat(20));
+        let raw = format!(
+            r#"{{"a": "{}", "content": {}, "b": "{}"}}"#,
+            "x".repeat(20),
+            serde_json::to_string(&value).unwrap(),
+            "y".repeat(20)
+        );
         assert_eq!(wrapper(&raw).value, value);
     }
 
@@ -458,7 +515,10 @@ mod tests {
     fn string_under_60_percent_is_structured() {
         let value = serde_json::to_string(&long_text(6_000)).unwrap();
         let other: Vec<u32> = (0..1_200).collect(); // ~5,000 characters of numbers
-        let raw = format!(r#"{{"content": {value}, "ids": {}}}"#, serde_json::to_string(&other).unwrap());
+        let raw = format!(
+            r#"{{"content": {value}, "ids": {}}}"#,
+            serde_json::to_string(&other).unwrap()
+        );
         assert!(6_000.0 < 0.6 * raw.chars().count() as f64);
         assert_eq!(classify(&raw), Classified::Structured);
         assert_eq!(locate(&raw).err(), Some(GiveUp::UnderShare));
@@ -490,7 +550,10 @@ mod tests {
     fn shares_count_characters_not_bytes() {
         // 4,500 CJK characters are 13,500 bytes raw, 27,000 characters escaped.
         let value = "\u{3042}".repeat(4_500);
-        let raw_utf8 = format!(r#"{{"content": "{value}", "note": "{}"}}"#, "n".repeat(2_000));
+        let raw_utf8 = format!(
+            r#"{{"content": "{value}", "note": "{}"}}"#,
+            "n".repeat(2_000)
+        );
         assert_eq!(wrapper(&raw_utf8).value, value);
         let escaped = format!(r#"{{"content": "{}"}}"#, "\\u3042".repeat(4_500));
         assert_eq!(locate(&escaped).err(), Some(GiveUp::UnderShare));
@@ -542,21 +605,31 @@ mod tests {
             format!("{}1{}", "[{\"a\":".repeat(60), "}]".repeat(60)),
         ] {
             let raw = format!(r#"{{"deep": {deep}, "content": {encoded}}}"#);
-            let Classified::Wrapper(w) = classify(&raw) else { panic!("not a wrapper: {:?}", locate(&raw).err()) };
+            let Classified::Wrapper(w) = classify(&raw) else {
+                panic!("not a wrapper: {:?}", locate(&raw).err())
+            };
             assert!(w.value == value && raw[w.span.clone()] == encoded);
         }
     }
 
     #[test]
     fn ten_megabyte_wrapper_is_found() {
-        let value: String = "a\u{3042}\"\\\n\u{1f980}".chars().cycle().take(4_200_000).collect();
+        let value: String = "a\u{3042}\"\\\n\u{1f980}"
+            .chars()
+            .cycle()
+            .take(4_200_000)
+            .collect();
         let encoded = serde_json::to_string(&value).unwrap();
-        let raw = format!("{{\n  \"path\": \"big.md\",\n  \"content\": {encoded},\n  \"size\": 1\n}}\n");
+        let raw =
+            format!("{{\n  \"path\": \"big.md\",\n  \"content\": {encoded},\n  \"size\": 1\n}}\n");
         assert!(raw.len() > 9_000_000);
         let w = wrapper(&raw);
         assert_eq!(w.value, value);
         let out = replace(&raw, &w, "short");
-        assert_eq!(out, "{\n  \"path\": \"big.md\",\n  \"content\": \"short\",\n  \"size\": 1\n}\n");
+        assert_eq!(
+            out,
+            "{\n  \"path\": \"big.md\",\n  \"content\": \"short\",\n  \"size\": 1\n}\n"
+        );
     }
 
     #[test]
@@ -570,7 +643,10 @@ mod tests {
     #[test]
     fn replace_keeps_spacing_key_order_and_trailing_newline() {
         let value = long_text(5_000);
-        let raw = format!("\r\n {{ \"z\" :\t[1, {{\"y\": 2}}] ,\n\"content\"  :  {} , \"a\":true }}  \n\n", serde_json::to_string(&value).unwrap());
+        let raw = format!(
+            "\r\n {{ \"z\" :\t[1, {{\"y\": 2}}] ,\n\"content\"  :  {} , \"a\":true }}  \n\n",
+            serde_json::to_string(&value).unwrap()
+        );
         let w = wrapper(&raw);
         let out = replace(&raw, &w, "pruned\u{2028}\u{0}");
         assert_eq!(out, "\r\n { \"z\" :\t[1, {\"y\": 2}] ,\n\"content\"  :  \"pruned\u{2028}\\u0000\" , \"a\":true }  \n\n");
@@ -579,12 +655,21 @@ mod tests {
     #[test]
     fn replace_with_a_foreign_span_returns_raw_unchanged() {
         let raw = "\u{3042}\u{3042}";
-        let w = Wrapper { span: 1..4, value: String::new() };
+        let w = Wrapper {
+            span: 1..4,
+            value: String::new(),
+        };
         assert_eq!(replace(raw, &w, "x"), raw);
-        let w = Wrapper { span: 3..100, value: String::new() };
+        let w = Wrapper {
+            span: 3..100,
+            value: String::new(),
+        };
         assert_eq!(replace(raw, &w, "x"), raw);
         #[allow(clippy::reversed_empty_ranges)]
-        let w = Wrapper { span: 6..3, value: String::new() };
+        let w = Wrapper {
+            span: 6..3,
+            value: String::new(),
+        };
         assert_eq!(replace(raw, &w, "x"), raw);
     }
 
@@ -643,7 +728,11 @@ mod tests {
     }
 
     fn json_ws() -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(vec![" ", "\t", "\n", "\r\n", "  "]), 0..3).prop_map(|v| v.concat())
+        prop::collection::vec(
+            prop::sample::select(vec![" ", "\t", "\n", "\r\n", "  "]),
+            0..3,
+        )
+        .prop_map(|v| v.concat())
     }
 
     fn other_value() -> impl Strategy<Value = Value> {
@@ -657,7 +746,8 @@ mod tests {
         leaf.prop_recursive(4, 24, 4, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::vec((short_text(), inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                prop::collection::vec((short_text(), inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
             ]
         })
     }
@@ -680,53 +770,108 @@ mod tests {
     }
 
     fn member(value: Option<Value>) -> impl Strategy<Value = Member> {
-        (short_text(), json_ws(), json_ws(), json_ws(), json_ws(), any::<bool>())
-            .prop_map(move |(key, a, b, c, d, pretty)| Member { key, ws: [a, b, c, d], value: value.clone(), pretty })
+        (
+            short_text(),
+            json_ws(),
+            json_ws(),
+            json_ws(),
+            json_ws(),
+            any::<bool>(),
+        )
+            .prop_map(move |(key, a, b, c, d, pretty)| Member {
+                key,
+                ws: [a, b, c, d],
+                value: value.clone(),
+                pretty,
+            })
     }
 
     fn generated_wrapper() -> impl Strategy<Value = Generated> {
-        let long = prop::collection::vec(any_text_char(), 4_000..4_400).prop_map(|v| v.into_iter().collect::<String>());
+        let long = prop::collection::vec(any_text_char(), 4_000..4_400)
+            .prop_map(|v| v.into_iter().collect::<String>());
         let others = prop::collection::vec(other_value().prop_flat_map(|v| member(Some(v))), 0..5);
-        (long, member(None), others, any::<prop::sample::Index>(), any::<bool>(), any::<bool>(), json_ws(), json_ws())
-            .prop_map(|(long, main, mut members, at, ascii, upper_hex, lead, trail)| {
-                let at = at.index(members.len() + 1);
-                members.insert(at, main);
-                let mut raw = format!("{lead}{{");
-                let (mut key, mut span) = (String::new(), 0..0);
-                for (i, m) in members.iter().enumerate() {
-                    if i > 0 {
-                        raw.push(',');
-                    }
-                    // "#<i>" after the last '#' keeps every key distinct.
-                    let k = format!("{}#{i}", m.key);
-                    raw.push_str(&m.ws[0]);
-                    raw.push_str(&encode(&k, ascii, upper_hex));
-                    raw.push_str(&m.ws[1]);
-                    raw.push(':');
-                    raw.push_str(&m.ws[2]);
-                    match &m.value {
-                        None => {
-                            let start = raw.len();
-                            raw.push_str(&encode(&long, ascii, upper_hex));
-                            span = start..raw.len();
-                            key = k;
+        (
+            long,
+            member(None),
+            others,
+            any::<prop::sample::Index>(),
+            any::<bool>(),
+            any::<bool>(),
+            json_ws(),
+            json_ws(),
+        )
+            .prop_map(
+                |(long, main, mut members, at, ascii, upper_hex, lead, trail)| {
+                    let at = at.index(members.len() + 1);
+                    members.insert(at, main);
+                    let mut raw = format!("{lead}{{");
+                    let (mut key, mut span) = (String::new(), 0..0);
+                    for (i, m) in members.iter().enumerate() {
+                        if i > 0 {
+                            raw.push(',');
                         }
-                        Some(Value::String(s)) => raw.push_str(&encode(s, ascii, upper_hex)),
-                        Some(v) if m.pretty => raw.push_str(&serde_json::to_string_pretty(v).unwrap()),
-                        Some(v) => raw.push_str(&serde_json::to_string(v).unwrap()),
+                        // "#<i>" after the last '#' keeps every key distinct.
+                        let k = format!("{}#{i}", m.key);
+                        raw.push_str(&m.ws[0]);
+                        raw.push_str(&encode(&k, ascii, upper_hex));
+                        raw.push_str(&m.ws[1]);
+                        raw.push(':');
+                        raw.push_str(&m.ws[2]);
+                        match &m.value {
+                            None => {
+                                let start = raw.len();
+                                raw.push_str(&encode(&long, ascii, upper_hex));
+                                span = start..raw.len();
+                                key = k;
+                            }
+                            Some(Value::String(s)) => raw.push_str(&encode(s, ascii, upper_hex)),
+                            Some(v) if m.pretty => {
+                                raw.push_str(&serde_json::to_string_pretty(v).unwrap())
+                            }
+                            Some(v) => raw.push_str(&serde_json::to_string(v).unwrap()),
+                        }
+                        raw.push_str(&m.ws[3]);
                     }
-                    raw.push_str(&m.ws[3]);
-                }
-                raw.push('}');
-                raw.push_str(&trail);
-                Generated { raw, key, value: long, span }
-            })
+                    raw.push('}');
+                    raw.push_str(&trail);
+                    Generated {
+                        raw,
+                        key,
+                        value: long,
+                        span,
+                    }
+                },
+            )
     }
 
     fn json_ish() -> impl Strategy<Value = String> {
         let token = prop::sample::select(vec![
-            "{", "}", "[", "]", "\"", "\\", ":", ",", " ", "\n", "\"k\"", "\"content\":", "\"v\"", "1", "-0.5e3", "true",
-            "null", "\\u00e9", "\\ud800", "\\udc00", "\\ud83d\\ude00", "\\\"", "\u{e9}", "\u{1f980}", "\u{0}", "\"\\",
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"",
+            "\\",
+            ":",
+            ",",
+            " ",
+            "\n",
+            "\"k\"",
+            "\"content\":",
+            "\"v\"",
+            "1",
+            "-0.5e3",
+            "true",
+            "null",
+            "\\u00e9",
+            "\\ud800",
+            "\\udc00",
+            "\\ud83d\\ude00",
+            "\\\"",
+            "\u{e9}",
+            "\u{1f980}",
+            "\u{0}",
+            "\"\\",
         ]);
         prop::collection::vec(token, 0..300).prop_map(|v| v.concat())
     }
