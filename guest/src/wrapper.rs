@@ -55,6 +55,18 @@ pub enum Classified {
 
 /// Decide whether `raw` is text, a wrapper, or other JSON (SPEC §8).
 pub fn classify(raw: &str) -> Classified {
+    // A leading byte-order mark is not JSON to serde_json, but a JSON body
+    // behind one must not be split as text: classify what follows it and
+    // keep spans relative to `raw`.
+    if let Some(rest) = raw.strip_prefix('\u{FEFF}') {
+        return match classify(rest) {
+            Classified::Wrapper(w) => {
+                let bom = raw.len() - rest.len();
+                Classified::Wrapper(Wrapper { span: w.span.start + bom..w.span.end + bom, value: w.value })
+            }
+            other => other,
+        };
+    }
     // Validating into `IgnoredAny` is iterative in serde_json (no recursion
     // limit, no stack growth), so deeply nested JSON is still JSON here.
     if serde_json::from_str::<serde::de::IgnoredAny>(raw).is_err() {
@@ -285,6 +297,23 @@ fn skip_scalar(b: &[u8], mut i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn json_behind_a_byte_order_mark_is_still_json() {
+        let value = "x".repeat(5_000);
+        let raw = format!("\u{FEFF}{{\"content\": \"{value}\", \"n\": 1}}");
+        match super::classify(&raw) {
+            super::Classified::Wrapper(w) => {
+                assert_eq!(w.value, value);
+                assert_eq!(&raw[w.span.clone()], format!("\"{value}\""));
+                let out = super::replace(&raw, &w, "y");
+                assert_eq!(out, "\u{FEFF}{\"content\": \"y\", \"n\": 1}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(super::classify("\u{FEFF}[1, 2]"), super::Classified::Structured);
+        assert_eq!(super::classify("\u{FEFF}# title"), super::Classified::Text);
+    }
+
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
