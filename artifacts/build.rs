@@ -1,0 +1,291 @@
+//! Builds the toolprune component.
+//!
+//! `guest/` is compiled for `wasm32-unknown-unknown` by a nested `cargo build`
+//! with the workspace's `[profile.guest]`, in its own target dir
+//! (`<target>/guest-build`, shared by every outer profile) so that it never
+//! waits on the lock that the outer build holds. The core module is then
+//! turned into a component by `wit-component`, without an adapter: the guest
+//! imports no WASI. The result is `$OUT_DIR/toolprune.wasm`
+//! (`toolprune_artifacts::COMPONENT_PATH`).
+//!
+//! The nested build needs the standard library of `wasm32-unknown-unknown`.
+//! `scripts/setup` provides it, and this script picks the toolchain itself:
+//!
+//! * the outer build's own cargo and rustc, when their sysroot has it
+//!   (`rustup target add wasm32-unknown-unknown`);
+//! * otherwise Debian's (`rustc-web`, `cargo-web`, `rust-web-src`, `lld-22`,
+//!   installed by `scripts/setup` when rustup cannot add the target), which
+//!   build std from source with `-Zbuild-std`. `TOOLPRUNE_GUEST_BUILD_STD=1`
+//!   forces this road.
+//!
+//! With neither, the build fails with one line naming `scripts/setup`. This
+//! script never downloads a toolchain.
+
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use wit_component::ComponentEncoder;
+
+const GUEST_PACKAGE: &str = "toolprune-guest";
+/// The guest's lib name, which names the core module and its dep-info file.
+const GUEST_LIB: &str = "toolprune_guest";
+const GUEST_TARGET: &str = "wasm32-unknown-unknown";
+const GUEST_PROFILE: &str = "guest";
+const COMPONENT_FILE: &str = "toolprune.wasm";
+
+/// Debian's toolchain, as `scripts/setup` installs it.
+const DEBIAN_CARGO: &str = "/usr/bin/cargo";
+const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
+/// From `lld-22`. Any name of lld will do: rustc passes it `-flavor wasm`.
+const DEBIAN_LINKER: &str = "/usr/bin/wasm-ld-22";
+const DEBIAN_STD_SOURCES: &str = "/usr/lib/rustlib/src/rust/library";
+
+const FORCE_BUILD_STD: &str = "TOOLPRUNE_GUEST_BUILD_STD";
+
+fn main() -> Result<()> {
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let workspace = manifest_dir.parent().unwrap().to_path_buf();
+
+    let mut artifacts = Artifacts {
+        target_dir: guest_target_dir(&out_dir),
+        out_dir,
+        workspace,
+        deps: BTreeSet::new(),
+    };
+    // Declared before building, so that a failed build is retried after any
+    // of these change even though the guest's dep-info is not there yet.
+    artifacts.watch_sources();
+
+    let Some(toolchain) = Toolchain::detect()? else {
+        println!(
+            "cargo::error=the {GUEST_TARGET} target is not installed: run `scripts/setup` \
+             (or `rustup target add {GUEST_TARGET}`)"
+        );
+        return Ok(());
+    };
+    let module = artifacts.build_guest(toolchain)?;
+    artifacts.compile_component(&module)?;
+    Ok(())
+}
+
+struct Artifacts {
+    out_dir: PathBuf,
+    workspace: PathBuf,
+    /// Target dir of the nested build.
+    target_dir: PathBuf,
+    /// Files already announced with `rerun-if-changed`.
+    deps: BTreeSet<String>,
+}
+
+/// Which cargo and rustc build the guest.
+#[derive(Clone, Copy, Debug)]
+enum Toolchain {
+    /// The outer build's; its sysroot has the wasm32 standard library.
+    Outer,
+    /// Debian's, building the standard library from source.
+    DebianBuildStd,
+}
+
+impl Toolchain {
+    fn detect() -> Result<Option<Toolchain>> {
+        println!("cargo::rerun-if-env-changed={FORCE_BUILD_STD}");
+        let forced = env::var(FORCE_BUILD_STD).is_ok_and(|v| v == "1");
+        if !forced && outer_has_wasm_std()? {
+            return Ok(Some(Toolchain::Outer));
+        }
+        let debian = [DEBIAN_CARGO, DEBIAN_RUSTC, DEBIAN_LINKER, DEBIAN_STD_SOURCES];
+        if debian.iter().all(|p| Path::new(p).exists()) {
+            return Ok(Some(Toolchain::DebianBuildStd));
+        }
+        if forced {
+            bail!("{FORCE_BUILD_STD}=1 but Debian's toolchain is missing: run `scripts/setup`");
+        }
+        Ok(None)
+    }
+}
+
+/// Whether the outer rustc has the standard library of the guest's target.
+fn outer_has_wasm_std() -> Result<bool> {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(&rustc)
+        .args(["--print", "target-libdir", "--target", GUEST_TARGET])
+        .output()
+        .with_context(|| format!("running {rustc:?}"))?;
+    if !output.status.success() {
+        return Ok(false);
+    }
+    let libdir = PathBuf::from(String::from_utf8(output.stdout)?.trim());
+    let Ok(entries) = fs::read_dir(&libdir) else {
+        return Ok(false);
+    };
+    Ok(entries
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().starts_with("libstd-")))
+}
+
+/// `<target>/guest-build`, where `<target>` is the outer build's target dir
+/// (the ancestor of `OUT_DIR` that Cargo tagged with `CACHEDIR.TAG`). Shared by
+/// every outer profile, so that `cargo build --release` does not build the
+/// guest again. Not `<target>/guest`: that is where an outer
+/// `--profile guest` build would write.
+fn guest_target_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+        .unwrap_or(out_dir)
+        .join("guest-build")
+}
+
+impl Artifacts {
+    fn watch_sources(&mut self) {
+        for path in [
+            "guest/src",
+            "guest/Cargo.toml",
+            "wit",
+            "Cargo.toml",
+            "Cargo.lock",
+            ".cargo/config.toml",
+        ] {
+            let path = self.workspace.join(path);
+            // A path that does not exist would make Cargo rerun this script
+            // on every build.
+            if path.exists() {
+                self.rerun_if_changed(path.to_str().unwrap());
+            }
+        }
+    }
+
+    /// Builds the guest's core module and returns its path.
+    fn build_guest(&mut self, toolchain: Toolchain) -> Result<PathBuf> {
+        let mut cmd = guest_cargo(toolchain);
+        cmd.current_dir(&self.workspace)
+            .arg("build")
+            .arg(format!("--package={GUEST_PACKAGE}"))
+            .arg(format!("--target={GUEST_TARGET}"))
+            .arg(format!("--profile={GUEST_PROFILE}"))
+            .env("CARGO_TARGET_DIR", &self.target_dir);
+        if let Toolchain::DebianBuildStd = toolchain {
+            cmd.arg("-Zbuild-std=std,panic_abort");
+        }
+        eprintln!("running: {cmd:?}");
+        let status = cmd.status().context("spawning the guest's cargo build")?;
+        if !status.success() {
+            bail!("building {GUEST_PACKAGE} for {GUEST_TARGET} failed ({status}): see its errors above");
+        }
+
+        let module = self
+            .target_dir
+            .join(GUEST_TARGET)
+            .join(GUEST_PROFILE)
+            .join(format!("{GUEST_LIB}.wasm"));
+        self.read_deps_of(&module)?;
+        Ok(module)
+    }
+
+    /// Turns the core module into `$OUT_DIR/toolprune.wasm`.
+    fn compile_component(&self, module: &Path) -> Result<()> {
+        let bytes = fs::read(module).with_context(|| format!("reading {module:?}"))?;
+        let component = ComponentEncoder::default()
+            .module(&bytes)
+            .context("reading the guest's component type")?
+            .validate(true)
+            .encode()
+            .context("turning the guest into a component")?;
+        let path = self.out_dir.join(COMPONENT_FILE);
+        fs::write(&path, &component).with_context(|| format!("writing {path:?}"))?;
+        eprintln!("component: {path:?} ({} bytes)", component.len());
+        Ok(())
+    }
+
+    /// Reads the `*.d` file that Cargo wrote beside `artifact` and reruns
+    /// this script when any file it lists changes: every source of the guest
+    /// and of its dependencies, `wit/` included.
+    ///
+    /// See <https://doc.rust-lang.org/cargo/reference/build-cache.html#dep-info-files>.
+    fn read_deps_of(&mut self, artifact: &Path) -> Result<()> {
+        let deps_file = artifact.with_extension("d");
+        let contents = fs::read_to_string(&deps_file)
+            .with_context(|| format!("reading the dep-info file {deps_file:?}"))?;
+        for line in contents.lines() {
+            let Some(pos) = line.find(": ") else {
+                continue;
+            };
+            let mut parts = line[pos + 2..].split_whitespace();
+            while let Some(part) = parts.next() {
+                let mut file = part.to_string();
+                // A space in a path is escaped as `\ `.
+                while file.ends_with('\\') {
+                    file.pop();
+                    file.push(' ');
+                    file.push_str(parts.next().unwrap_or_default());
+                }
+                self.rerun_if_changed(&file);
+            }
+        }
+        Ok(())
+    }
+
+    fn rerun_if_changed(&mut self, file: &str) {
+        if self.deps.insert(file.to_string()) {
+            println!("cargo::rerun-if-changed={file}");
+        }
+    }
+}
+
+/// A `cargo` for the nested build, without what the outer build leaks into a
+/// build script's environment.
+fn guest_cargo(toolchain: Toolchain) -> Command {
+    let mut cmd = match toolchain {
+        Toolchain::Outer => Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into())),
+        Toolchain::DebianBuildStd => Command::new(DEBIAN_CARGO),
+    };
+    for (key, _) in env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if leaks_from_outer_build(key) {
+            cmd.env_remove(key);
+        }
+    }
+    if let Toolchain::DebianBuildStd = toolchain {
+        let linker = format!("CARGO_TARGET_{}_LINKER", GUEST_TARGET.to_uppercase().replace('-', "_"));
+        cmd.env("RUSTC", DEBIAN_RUSTC)
+            // `-Zbuild-std` on a stable toolchain.
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env(linker, DEBIAN_LINKER);
+    }
+    cmd
+}
+
+/// Variables that Cargo sets for this build script, or that configure the
+/// outer build, and would change the nested one: host flags and `--target`,
+/// the outer target dir, `cfg`s and features of this package, a `clippy`
+/// wrapper. Kept: `RUSTC` (the same toolchain), `RUSTC_WRAPPER` (a cache) and
+/// `CARGO_MAKEFLAGS` (the jobserver, so that both builds share the cores).
+fn leaks_from_outer_build(key: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "CARGO_BUILD_BUILD_DIR",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_LINKER",
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "OUT_DIR",
+        "TARGET",
+        "HOST",
+        "NUM_JOBS",
+        "OPT_LEVEL",
+        "DEBUG",
+        "PROFILE",
+    ];
+    const PREFIXES: &[&str] = &["CARGO_CFG_", "CARGO_FEATURE_", "CARGO_PKG_", "DEP_"];
+    EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p))
+}

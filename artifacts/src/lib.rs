@@ -1,0 +1,17 @@
+//! The toolprune component, built from `guest/` by this crate's build script.
+//!
+//! Hosts and tests take the component from here instead of building it or
+//! copying it by hand: [`component`] for its bytes, [`COMPONENT_PATH`] for a
+//! file. `cargo run -p toolprune-artifacts --bin toolprune-dist` writes it to
+//! `dist/toolprune.wasm`.
+
+/// Path of the component (`toolprune.wasm` in this crate's `OUT_DIR`), as
+/// built by the compilation that this crate is part of.
+pub const COMPONENT_PATH: &str = concat!(env!("OUT_DIR"), "/toolprune.wasm");
+
+/// The component's bytes: the guest compiled for `wasm32-unknown-unknown`
+/// and encoded with `wit-component`, world `toolprune:pruner/toolprune`,
+/// importing no WASI.
+pub fn component() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/toolprune.wasm"))
+}
