@@ -7,8 +7,8 @@
 //! block (Node, asyncio).
 
 use crate::component::exports::toolprune::pruner::pruner::{
-    BatchFailure, Counts, Fate, Outcome, ParagraphInfo, ParagraphKind, ParagraphReport, PruneInput, Pruned, Shape,
-    StoredResult,
+    BatchFailure, Counts, Fate, Outcome, ParagraphInfo, ParagraphKind, ParagraphReport, PruneInput, Pruned,
+    ScorerChoice, Shape, StoredResult,
 };
 use crate::component::toolprune::pruner::types::{
     Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop, TransportPolicy,
@@ -76,12 +76,17 @@ impl Job {
         Job { input, raw_chars, threshold, stage }
     }
 
-    /// The work for the scorer, or `None` when no call must be made.
+    /// The work for the host's scorer, or `None` when no call must be made
+    /// (a gate stopped it, nothing is scorable, or the scorer is offline).
     pub fn request(&self) -> Option<ScoringRequest> {
         match &self.stage {
-            Stage::Score(plan) => Some(plan.request.clone()),
+            Stage::Score(plan) if !self.offline() => Some(plan.request.clone()),
             _ => None,
         }
+    }
+
+    fn offline(&self) -> bool {
+        matches!(self.input.scorer, ScorerChoice::Offline)
     }
 
     /// Decide and assemble from the scorer's response (SPEC §5–§12). `None`
@@ -99,6 +104,7 @@ impl Job {
             Stage::Score(plan) => plan,
         };
         let shape = plan.shape();
+        let response = if self.offline() { Some(plan.score_offline()) } else { response };
         let Some(response) = response else {
             return self.unchanged(Outcome::Failed, Some(shape), &plan.paragraphs, Scoring::none(), true);
         };
@@ -114,9 +120,12 @@ impl Job {
                 return self.unchanged(outcome, Some(shape), &plan.paragraphs, scoring, true);
             }
         };
-        let scoring = plan.read(answers, ms);
-        if scoring.calls == 0 {
+        let mut scoring = plan.read(answers, ms);
+        if scoring.answered == 0 {
             return self.unchanged(Outcome::Failed, Some(shape), &plan.paragraphs, scoring, true);
+        }
+        if self.offline() {
+            scoring.calls = 0;
         }
         let drop = match decide::verdict(&scoring.scores, self.threshold) {
             Verdict::AllDropped => {
@@ -224,8 +233,12 @@ impl Job {
             Some(r) => format!("{r:.3}"),
             None => "-".to_string(),
         };
+        let scorer = match &self.input.scorer {
+            ScorerChoice::Offline => "offline".to_string(),
+            ScorerChoice::Host(name) => log_label(name),
+        };
         format!(
-            "tool prune: agent={} name={} outcome={}{} raw_chars={} kept_chars={} paragraphs={} dropped={} calls={} jev_tokens={} ms={} threshold={} ratio={}",
+            "tool prune: agent={} name={} outcome={}{} raw_chars={} kept_chars={} paragraphs={} dropped={} calls={} jev_tokens={} ms={} threshold={} ratio={} scorer={}",
             log_label(&self.input.agent),
             log_label(&self.input.tool),
             outcome_name(p.outcome),
@@ -238,7 +251,8 @@ impl Job {
             c.jev_tokens,
             c.ms,
             p.threshold,
-            ratio
+            ratio,
+            scorer
         )
     }
 }
@@ -314,6 +328,9 @@ fn plan(input: &PruneInput, target: Target) -> Stage {
 struct Scoring {
     /// Per paragraph of the text (empty when nothing was read).
     scores: Vec<Option<f64>>,
+    /// Batches answered with usable scores.
+    answered: u32,
+    /// Scorer calls counted in the log (`answered`, but 0 offline).
     calls: u32,
     tokens: u64,
     ms: u32,
@@ -322,7 +339,7 @@ struct Scoring {
 
 impl Scoring {
     fn none() -> Scoring {
-        Scoring { scores: Vec::new(), calls: 0, tokens: 0, ms: 0, failures: Vec::new() }
+        Scoring { scores: Vec::new(), answered: 0, calls: 0, tokens: 0, ms: 0, failures: Vec::new() }
     }
 }
 
@@ -339,6 +356,21 @@ impl Plan {
             Target::Text => raw,
             Target::Wrapper(w) => &w.value,
         }
+    }
+
+    /// Score every batch with the guest's offline scorer: IDF over all the
+    /// scorable paragraphs of the text at once, answered per batch.
+    fn score_offline(&self) -> ScoringResponse {
+        let chunks: Vec<&str> =
+            self.request.batches.iter().flat_map(|b| b.chunks.iter().map(String::as_str)).collect();
+        let mut scores = crate::offline::score(&self.request.basis, &chunks).into_iter();
+        let answers = self
+            .request
+            .batches
+            .iter()
+            .map(|b| BatchAnswer::Scores(scores.by_ref().take(b.chunks.len()).map(Some).collect()))
+            .collect();
+        ScoringResponse { answers: Ok(answers), elapsed_ms: 0 }
     }
 
     /// Read one answer per batch; a missing answer fails its batch.
@@ -374,6 +406,7 @@ impl Plan {
                     }
                 },
             };
+            scoring.answered += 1;
             scoring.calls += 1;
             for (k, &i) in indices.iter().enumerate() {
                 scoring.scores[i] = scores.get(k).copied().flatten().filter(|p| p.is_finite() && (0.0..=1.0).contains(p));

@@ -35,5 +35,5 @@ pub mod types;
 
 pub use engine::{GuestFailure, Limits, Pruner};
 pub use log::{CapturedLog, LogSink, StderrLog};
-pub use scorer::{Scorer, ScriptedScorer, StubScorer};
+pub use scorer::{OfflineScorer, Scorer, ScriptedScorer, StubScorer};
 pub use turn::{PruneJob, Pruned, ToolResult, Turn, TurnOptions};

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolprune_host::report::{paragraphs_table, prune_report, split_report};
 use toolprune_host::types::Lang;
-use toolprune_host::{Pruner, Scorer, StubScorer, ToolResult, Turn, TurnOptions};
+use toolprune_host::{OfflineScorer, Pruner, Scorer, StubScorer, ToolResult, Turn, TurnOptions};
 
 #[derive(Parser)]
 #[command(
@@ -50,8 +50,10 @@ struct PruneArgs {
     /// Language of the markers.
     #[arg(long, value_enum, default_value_t = LangArg::En)]
     lang: LangArg,
-    /// Who scores the paragraphs. `stub` is lexical overlap, offline, not a model.
-    #[arg(long, value_enum, default_value_t = ScorerArg::Stub)]
+    /// Who scores the paragraphs: `offline` is the guest's lexical (BM25)
+    /// scorer, nothing leaves the machine; `stub` is a trivial word-overlap
+    /// stand-in for tests, not a relevance model.
+    #[arg(long, value_enum, default_value_t = ScorerArg::Offline)]
     scorer: ScorerArg,
     /// Tool name for the log line.
     #[arg(long, default_value = "cli")]
@@ -83,7 +85,9 @@ enum LangArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ScorerArg {
-    /// Lexical overlap with the request (a stub, for trying things offline).
+    /// The guest's offline BM25 scorer (no key, no network).
+    Offline,
+    /// Word overlap with the request: a stub for tests, not a relevance model.
     Stub,
 }
 
@@ -143,6 +147,7 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
     };
     let scorer: Arc<dyn Scorer> = match args.scorer {
         ScorerArg::Stub => Arc::new(StubScorer),
+        ScorerArg::Offline => Arc::new(OfflineScorer),
     };
     let mut options = TurnOptions::new(args.request);
     options.threshold = args.threshold;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::types::{BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop};
+use crate::types::{BatchAnswer, Failure, ScorerChoice, ScoringRequest, ScoringResponse, ScoringStop};
 
 /// Answers the guest's scoring requests.
 ///
@@ -25,6 +25,38 @@ pub trait Scorer: Send + Sync {
     /// order, or a stop. The scorer measures `elapsed-ms` itself (wall time
     /// of the whole call, in ms): it is the log line's `ms=`.
     fn score(&self, request: &ScoringRequest) -> ScoringResponse;
+
+    /// What the guest is told: the imported scorer under [`Scorer::name`]
+    /// (the default), or the guest's own offline scorer.
+    fn choice(&self) -> ScorerChoice {
+        ScorerChoice::Host(self.name().to_string())
+    }
+}
+
+/// The guest's offline lexical scorer (BM25 over the document's own
+/// paragraphs, compiled into the component): the guest never calls the
+/// `scorer` import, nothing leaves the machine, and every host gives the same
+/// bytes. `calls=0`, `jev_tokens=0` in the log.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OfflineScorer;
+
+impl Scorer for OfflineScorer {
+    fn name(&self) -> &str {
+        "offline"
+    }
+
+    /// Never called by the guest for an offline choice; answers like a
+    /// scorer that could not score, so a misuse fails open.
+    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
+        ScoringResponse {
+            answers: Ok(request.batches.iter().map(|_| BatchAnswer::Failed(Failure::Network)).collect()),
+            elapsed_ms: 0,
+        }
+    }
+
+    fn choice(&self) -> ScorerChoice {
+        ScorerChoice::Offline
+    }
 }
 
 fn elapsed_ms(since: Instant) -> u32 {

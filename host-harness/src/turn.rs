@@ -266,6 +266,7 @@ impl Turn {
             threshold: o.threshold,
             lang: o.lang,
             sequence: u32::try_from(self.stored.len() + 1).unwrap_or(u32::MAX),
+            scorer: self.scorer.choice(),
             jev_model: o.jev_model.clone(),
             agent: o.agent.clone(),
             tool: result.tool,

@@ -5,7 +5,7 @@
 
 pub use crate::engine::wit::exports::toolprune::pruner::pruner::{
     BatchFailure, Counts, Fate, OmittedOutcome, OmittedResult, Outcome, ParagraphInfo,
-    ParagraphKind, ParagraphReport, PruneInput, Pruned as GuestPruned, Shape, StoredResult,
+    ParagraphKind, ParagraphReport, PruneInput, Pruned as GuestPruned, ScorerChoice, Shape, StoredResult,
     ToolSpec,
 };
 pub use crate::engine::wit::toolprune::pruner::types::{
