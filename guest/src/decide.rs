@@ -39,10 +39,12 @@ pub fn verdict(scores: &[Option<f64>], threshold: f64) -> Verdict {
     }
 }
 
-/// The line ending of `text`: `\r\n` when its first line ends so, else `\n`.
+/// The line ending of `text`: that of its first line (`\r\n`, a lone `\r`,
+/// or `\n`), `\n` when it has none.
 pub fn newline_of(text: &str) -> &'static str {
     match text.find(['\n', '\r']) {
         Some(i) if text[i..].starts_with("\r\n") => "\r\n",
+        Some(i) if text[i..].starts_with('\r') => "\r",
         _ => "\n",
     }
 }
@@ -72,13 +74,17 @@ pub fn assemble(text: &str, paragraphs: &[Paragraph], drop: &[bool], lang: Lang,
         dropped_chars: paragraphs.iter().zip(drop).filter(|(_, d)| **d).map(|(p, _)| p.chars).sum(),
     };
     let mut out = String::with_capacity(text.len() + 512);
+    // A leading byte-order mark stays the first thing of the body, whether
+    // paragraph 0 is kept or not (cases `bom_kept`).
+    let bom = if text.starts_with('\u{FEFF}') { '\u{FEFF}'.len_utf8() } else { 0 };
+    out.push_str(&text[..bom]);
     out.push_str(&marker::header(lang, totals, id));
     out.push_str(nl);
     out.push_str(nl);
     let mut i = 0;
     while i < paragraphs.len() {
         if !drop[i] {
-            out.push_str(&text[paragraphs[i].start..paragraphs[i].end]);
+            out.push_str(&text[paragraphs[i].start.max(bom)..paragraphs[i].end]);
             i += 1;
             continue;
         }
@@ -174,6 +180,28 @@ mod tests {
         assert!(body.contains(&format!("{}\r\n\r\n［… 段落 1・1 段落・", paras[0])));
         assert!(body.ends_with(&format!("字を省略 …］\r\n\r\n{}", paras[2])));
         assert!(!body.replace("\r\n", "").contains('\n'));
+    }
+
+    #[test]
+    fn lone_cr_text_gets_lone_cr_markers() {
+        let paras: Vec<String> = (0..3).map(|i| format!("{}{}", i, "v".repeat(150))).collect();
+        let text = paras.join("\r\r");
+        let p = split(&text);
+        assert_eq!(p.len(), 3);
+        let (body, _) = assemble(&text, &p, &[false, true, false], Lang::En, "P1");
+        assert!(!body.contains('\n'), "{body:?}");
+    }
+
+    #[test]
+    fn byte_order_mark_stays_first_when_paragraph_0_drops() {
+        let paras: Vec<String> = (0..3).map(|i| format!("{}{}", i, "u".repeat(150))).collect();
+        let text = format!("\u{FEFF}{}", paras.join("\n\n"));
+        let p = split(&text);
+        for drop in [[true, false, false], [false, true, false]] {
+            let (body, _) = assemble(&text, &p, &drop, Lang::En, "P1");
+            assert!(body.starts_with("\u{FEFF}[Omitted by relevance"), "{drop:?}");
+            assert_eq!(body.matches('\u{FEFF}').count(), 1);
+        }
     }
 
     #[test]

@@ -59,6 +59,17 @@ fn invalid_text(lang: Lang, name: &str) -> String {
     }
 }
 
+/// The id as written in the log: `P<digits>` only; anything else the model
+/// wrote is `?`, so no model-written text reaches a log line (SPEC §12).
+fn loggable_id(id: &str) -> &str {
+    let digits = id.strip_prefix('P').unwrap_or("");
+    if !digits.is_empty() && digits.len() <= 9 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        id
+    } else {
+        "?"
+    }
+}
+
 /// Answer one `omitted` call (SPEC §10). `store` holds this turn's stored
 /// results. Returns only dropped paragraphs in `from..=to` (clamped to the
 /// last paragraph), verbatim, at most 20,000 characters; otherwise a text for
@@ -78,7 +89,7 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
     let log = |to: usize, chars: usize, outcome: &str| {
         format!(
             "tool omitted: agent={agent} id={} from={} to={to} chars={chars} outcome={outcome}",
-            crate::prune::log_label(&args.id),
+            loggable_id(&args.id),
             args.from
         )
     };
@@ -91,6 +102,19 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
     };
     let paragraphs = split(&stored.text);
     let last = paragraphs.len().saturating_sub(1);
+    if args.from > last {
+        let text = match lang {
+            Lang::Ja => format!(
+                "引数 from が不正です。id={} の段落番号は 0〜{} です。{{\"id\": \"{}\", \"from\": 0, \"to\": {}}} のように範囲内で渡してください。",
+                args.id, last, args.id, last
+            ),
+            Lang::En => format!(
+                "The argument from is invalid: id={} has paragraphs 0–{}. Pass a range inside it, e.g. {{\"id\": \"{}\", \"from\": 0, \"to\": {}}}.",
+                args.id, last, args.id, last
+            ),
+        };
+        return OmittedResult { outcome: OmittedOutcome::Invalid, text, log_line: log(args.to, 0, "invalid") };
+    }
     let to = args.to.min(last);
     let picked: Vec<usize> = stored
         .dropped
@@ -251,6 +275,22 @@ mod tests {
             assert_eq!(r.outcome, OmittedOutcome::Invalid, "{args}");
             assert!(r.text.starts_with(&format!("The argument {name} is invalid.")), "{args}: {}", r.text);
         }
+    }
+
+    #[test]
+    fn a_range_past_the_last_paragraph_is_invalid() {
+        let (store, _) = store();
+        let r = omitted(r#"{"id":"P1","from":50,"to":60}"#, Lang::En, "a", &store);
+        assert_eq!(r.outcome, OmittedOutcome::Invalid);
+        assert!(r.text.starts_with("The argument from is invalid: id=P1 has paragraphs 0–9."), "{}", r.text);
+    }
+
+    #[test]
+    fn model_written_ids_never_reach_the_log() {
+        let (store, _) = store();
+        let r = omitted(r#"{"id":"secret words here","from":1,"to":2}"#, Lang::En, "a", &store);
+        assert_eq!(r.outcome, OmittedOutcome::NotFound);
+        assert_eq!(r.log_line, "tool omitted: agent=a id=? from=1 to=2 chars=0 outcome=not_found");
     }
 
     #[test]

@@ -129,7 +129,11 @@ impl Job {
         }
         let drop = match decide::verdict(&scoring.scores, self.threshold) {
             Verdict::AllDropped => {
-                return self.unchanged(Outcome::AllDropped, Some(shape), &plan.paragraphs, scoring, true)
+                let below = scoring.scores.iter().filter(|s| matches!(s, Some(p) if *p < self.threshold)).count();
+                let mut out = self.unchanged(Outcome::AllDropped, Some(shape), &plan.paragraphs, scoring, false);
+                out.counts.dropped = below as u32;
+                out.log_line = Some(self.log_line(&out));
+                return out;
             }
             Verdict::NothingDropped => {
                 return self.unchanged(Outcome::NothingDropped, Some(shape), &plan.paragraphs, scoring, true)
