@@ -1,6 +1,6 @@
 //! The component's boundary, read from its binary: it imports the scorer (and
 //! the types the scorer uses) from `wit/pruner.wit`, nothing else — in
-//! particular no WASI — and exports the pruner.
+//! particular no WASI — and exports the pruner and the judge.
 
 use std::collections::BTreeSet;
 use wasmparser::{Parser, Payload};
@@ -53,11 +53,14 @@ fn imports_no_wasi() {
 }
 
 #[test]
-fn exports_the_pruner() {
+fn exports_the_pruner_and_the_judge() {
     let (_, exports) = boundary();
     assert_eq!(
         exports,
-        BTreeSet::from(["toolprune:pruner/pruner@0.1.0".to_string()])
+        BTreeSet::from([
+            "toolprune:pruner/pruner@0.1.0".to_string(),
+            "toolprune:pruner/judge@0.1.0".to_string(),
+        ])
     );
 }
 

@@ -52,5 +52,39 @@ impl GuestPruneJob for crate::prune::Job {
     }
 }
 
+/// The judge router (`wit/judge.wit`, [`crate::judge`]).
+impl exports::toolprune::pruner::judge::Guest for Component {
+    type JudgeJob = crate::judge::Job;
+
+    fn route(
+        rules: String,
+        message: String,
+        jev_model: Option<String>,
+        answers: Option<String>,
+    ) -> Result<exports::toolprune::pruner::judge::Decision, Vec<exports::toolprune::pruner::judge::LoadError>> {
+        crate::judge::route(&rules, message, jev_model, answers, toolprune::pruner::scorer::score)
+    }
+}
+
+impl exports::toolprune::pruner::judge::GuestJudgeJob for crate::judge::Job {
+    fn load(
+        rules: String,
+        message: String,
+        jev_model: Option<String>,
+    ) -> Result<exports::toolprune::pruner::judge::JudgeJob, Vec<exports::toolprune::pruner::judge::LoadError>> {
+        crate::judge::Job::load(&rules, message, jev_model)
+            .map(exports::toolprune::pruner::judge::JudgeJob::new)
+            .map_err(crate::judge::load_errors_to_wit)
+    }
+
+    fn scoring_request(&self) -> ScoringRequest {
+        crate::judge::Job::scoring_request(self)
+    }
+
+    fn finish(&self, response: ScoringResponse) -> exports::toolprune::pruner::judge::Decision {
+        crate::judge::Job::finish(self, response)
+    }
+}
+
 #[cfg(target_arch = "wasm32")]
 export!(Component);
