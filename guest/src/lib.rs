@@ -5,12 +5,14 @@
 //! world `toolprune:pruner/toolprune` (see `wit/pruner.wit`); it is compiled
 //! into the component for `wasm32-unknown-unknown` and imports no WASI.
 
+pub mod array;
 pub mod basis;
 pub mod batch;
 pub mod component;
 pub mod decide;
 pub mod gates;
 pub mod jev;
+pub mod judge;
 pub mod limits;
 pub mod marker;
 pub mod offline;

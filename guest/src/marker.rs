@@ -79,6 +79,57 @@ pub fn run(lang: Lang, first: usize, last: usize, chars: usize) -> String {
     }
 }
 
+/// The first marker of a pruned JSON array (SPEC §13): the header — totals
+/// in elements, the id, how to call `omitted` — followed by `run`, the
+/// marker of the first dropped run. Lives in one JSON string element.
+pub fn element_header(lang: Lang, t: Totals, id: &str, run: &str) -> String {
+    match lang {
+        Lang::Ja => format!(
+            "【関連度で要素を省略しています: 全 {} 要素・{} 字のうち {} 要素・{} 字を省略。省略した要素は `omitted` に id と要素番号（from, to）を渡すと逐語で読めます。id={}】{}",
+            thousands(t.paragraphs),
+            thousands(t.chars),
+            thousands(t.dropped_paragraphs),
+            thousands(t.dropped_chars),
+            id,
+            run
+        ),
+        Lang::En => format!(
+            "[Omitted by relevance: {} of {} elements ({} of {} characters). Call `omitted` with the id and element numbers (from, to) to read them verbatim. id={}] {}",
+            thousands(t.dropped_paragraphs),
+            thousands(t.paragraphs),
+            thousands(t.dropped_chars),
+            thousands(t.chars),
+            id,
+            run
+        ),
+    }
+}
+
+/// The marker of a pruned JSON array (SPEC §13) for a run of dropped
+/// elements `first..=last` holding `chars` characters.
+pub fn element_run(lang: Lang, first: usize, last: usize, chars: usize) -> String {
+    let count = last - first + 1;
+    match lang {
+        Lang::Ja if first == last => format!("［… 要素 {}・1 要素・{} 字を省略 …］", first, thousands(chars)),
+        Lang::Ja => format!("［… 要素 {}〜{}・{} 要素・{} 字を省略 …］", first, last, thousands(count), thousands(chars)),
+        Lang::En => {
+            let chars_word = if chars == 1 { "character" } else { "characters" };
+            if first == last {
+                format!("[… element {} omitted: 1 element, {} {} …]", first, thousands(chars), chars_word)
+            } else {
+                format!(
+                    "[… elements {}–{} omitted: {} elements, {} {} …]",
+                    first,
+                    last,
+                    thousands(count),
+                    thousands(chars),
+                    chars_word
+                )
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +163,21 @@ mod tests {
         );
         assert_eq!(run(Lang::En, 8, 14, 1_204), "[… paragraphs 8–14 omitted: 7 paragraphs, 1,204 characters …]");
         assert_eq!(run(Lang::En, 20, 20, 311), "[… paragraph 20 omitted: 1 paragraph, 311 characters …]");
+    }
+
+    #[test]
+    fn element_markers_ja_and_en() {
+        assert_eq!(element_run(Lang::Ja, 8, 14, 1_204), "［… 要素 8〜14・7 要素・1,204 字を省略 …］");
+        assert_eq!(element_run(Lang::Ja, 20, 20, 311), "［… 要素 20・1 要素・311 字を省略 …］");
+        assert_eq!(element_run(Lang::En, 8, 14, 1_204), "[… elements 8–14 omitted: 7 elements, 1,204 characters …]");
+        assert_eq!(element_run(Lang::En, 20, 20, 1), "[… element 20 omitted: 1 element, 1 character …]");
+        assert_eq!(
+            element_header(Lang::En, T, "P2", "R"),
+            "[Omitted by relevance: 21 of 48 elements (3,926 of 9,388 characters). Call `omitted` with the id and element numbers (from, to) to read them verbatim. id=P2] R"
+        );
+        assert_eq!(
+            element_header(Lang::Ja, T, "P2", "R"),
+            "【関連度で要素を省略しています: 全 48 要素・9,388 字のうち 21 要素・3,926 字を省略。省略した要素は `omitted` に id と要素番号（from, to）を渡すと逐語で読めます。id=P2】R"
+        );
     }
 }

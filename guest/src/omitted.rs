@@ -7,6 +7,7 @@ use crate::component::exports::toolprune::pruner::pruner::{
 use crate::limits::OMITTED_MAX_CHARS;
 use crate::marker::thousands;
 use crate::split::split;
+use crate::wrapper::Classified;
 use serde_json::Value;
 
 /// The tool's name as presented to the model.
@@ -100,7 +101,12 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
         };
         return OmittedResult { outcome: OmittedOutcome::NotFound, text, log_line: log(args.to, 0, "not_found") };
     };
-    let paragraphs = split(&stored.text);
+    // A JSON array's record holds the raw JSON text: its units are the
+    // elements, found again by the same deterministic classification.
+    let (paragraphs, is_array) = match crate::wrapper::classify(&stored.text) {
+        Classified::Array(a) => (a.units(&stored.text), true),
+        _ => (split(&stored.text), false),
+    };
     let last = paragraphs.len().saturating_sub(1);
     if args.from > last {
         let text = match lang {
@@ -159,6 +165,10 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
         };
         return OmittedResult { outcome: OmittedOutcome::TooLarge, text, log_line: log(to, chars, "too_large") };
     }
+    if is_array {
+        let text = crate::array::omitted_text(&stored.text, &paragraphs, &picked);
+        return OmittedResult { outcome: OmittedOutcome::Ok, text, log_line: log(to, chars, "ok") };
+    }
     let mut text = String::with_capacity(picked.iter().map(|&i| paragraphs[i].end - paragraphs[i].start).sum());
     for &i in &picked {
         text.push_str(&stored.text[paragraphs[i].start..paragraphs[i].end]);
@@ -170,13 +180,13 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
 pub fn tool_spec(lang: Lang) -> ToolSpec {
     let (description, id, from, to) = match lang {
         Lang::Ja => (
-            "関連度による圧縮でツール結果から省略した段落を、逐語で読みます。省略の印に書かれた id と、0 始まりの段落番号の範囲（from〜to、両端を含む）を渡してください。範囲のうち省略した段落だけを返します（1 回 20,000 字まで）。",
+            "関連度による圧縮でツール結果から省略した段落（JSON 配列では要素）を、逐語で読みます。省略の印に書かれた id と、0 始まりの段落番号（要素番号）の範囲（from〜to、両端を含む）を渡してください。範囲のうち省略した段落だけを返します（1 回 20,000 字まで）。",
             "省略の印に書かれた id（例: P2）",
             "範囲の最初の段落番号（0 始まり）",
             "範囲の最後の段落番号（0 始まり、両端を含む）",
         ),
         Lang::En => (
-            "Read, verbatim, paragraphs that relevance pruning omitted from a tool result. Pass the id written in the omission marker and a range of 0-based paragraph numbers (from–to, inclusive). Returns only the omitted paragraphs in that range (at most 20,000 characters per call).",
+            "Read, verbatim, paragraphs (or JSON array elements) that relevance pruning omitted from a tool result. Pass the id written in the omission marker and a range of 0-based paragraph (or element) numbers (from–to, inclusive). Returns only the omitted paragraphs in that range (at most 20,000 characters per call).",
             "The id written in the omission marker (e.g. P2)",
             "First paragraph number of the range (0-based)",
             "Last paragraph number of the range (0-based, inclusive)",
@@ -309,5 +319,36 @@ mod tests {
             assert_eq!(v["required"], serde_json::json!(["id", "from", "to"]));
             assert_eq!(v["properties"]["from"]["type"], "integer");
         }
+    }
+
+    #[test]
+    fn an_array_record_returns_its_dropped_elements_as_a_json_array() {
+        let elements: Vec<String> = (0..6).map(|i| format!(r#"{{"id": {i}, "body": "{}"}}"#, "q".repeat(300))).collect();
+        let text = format!("[\n  {}\n]\n", elements.join(",\n  "));
+        let store = vec![StoredResult { id: "P1".into(), text, dropped: vec![0, 2, 3, 5] }];
+        let r = omitted(r#"{"id":"P1","from":1,"to":3}"#, Lang::En, "a", &store);
+        assert_eq!(r.outcome, OmittedOutcome::Ok);
+        assert_eq!(r.text, format!("[{},\n{}]", elements[2], elements[3]));
+        let v: Vec<Value> = serde_json::from_str(&r.text).unwrap();
+        assert_eq!(v[0]["id"], 2);
+        let chars = 2 * elements[2].chars().count();
+        assert_eq!(r.log_line, format!("tool omitted: agent=a id=P1 from=1 to=3 chars={chars} outcome=ok"));
+        let r = omitted(r#"{"id":"P1","from":5,"to":99}"#, Lang::En, "a", &store);
+        assert_eq!(r.text, format!("[{}]", elements[5]));
+        assert!(r.log_line.contains(" to=5 "));
+        let r = omitted(r#"{"id":"P1","from":4,"to":4}"#, Lang::En, "a", &store);
+        assert_eq!(r.outcome, OmittedOutcome::NotDropped);
+        let r = omitted(r#"{"id":"P1","from":6,"to":9}"#, Lang::En, "a", &store);
+        assert_eq!(r.outcome, OmittedOutcome::Invalid);
+    }
+
+    #[test]
+    fn an_array_range_over_20000_characters_is_too_large() {
+        let elements: Vec<String> = (0..8).map(|i| format!(r#""{i}{}""#, "w".repeat(4_997))).collect();
+        let text = format!("[{}]", elements.join(","));
+        let store = vec![StoredResult { id: "P1".into(), text, dropped: (0..8).collect() }];
+        let r = omitted(r#"{"id":"P1","from":0,"to":7}"#, Lang::En, "a", &store);
+        assert_eq!(r.outcome, OmittedOutcome::TooLarge);
+        assert_eq!(r.text, "That range holds 40,000 characters, over the 20,000 limit. Narrow it (e.g. from=0, to=3).");
     }
 }

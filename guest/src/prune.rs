@@ -15,13 +15,16 @@ use crate::component::toolprune::pruner::types::{
 };
 use crate::decide::{self, Verdict};
 use crate::split::{split, Paragraph};
+use crate::array::{self, JsonArray};
 use crate::wrapper::{self, Classified, Wrapper};
 use crate::{basis, batch, gates, jev, limits};
 
-/// What was split: the raw text, or a wrapper's decoded string.
+/// What was split: the raw text, a wrapper's decoded string, or the
+/// elements of a JSON array (spans in the raw text).
 enum Target {
     Text,
     Wrapper(Wrapper),
+    Array(JsonArray),
 }
 
 /// Everything decided before the scorer is asked.
@@ -70,7 +73,14 @@ impl Job {
             match wrapper::classify(&input.text) {
                 Classified::Structured => Stage::Structured,
                 Classified::Text => plan(&input, Target::Text),
+                // A wrapper whose string is itself a JSON array would be read
+                // back as an array by `omitted` (it re-classifies the stored
+                // text): ambiguous, so untouched.
+                Classified::Wrapper(w) if matches!(wrapper::classify(&w.value), Classified::Array(_)) => {
+                    Stage::Structured
+                }
                 Classified::Wrapper(w) => plan(&input, Target::Wrapper(w)),
+                Classified::Array(a) => plan(&input, Target::Array(a)),
             }
         };
         Job { input, raw_chars, threshold, stage }
@@ -142,10 +152,14 @@ impl Job {
         };
         let id = format!("P{}", self.input.sequence.max(1));
         let text = plan.text(&self.input.text);
-        let (inner, _) = decide::assemble(text, &plan.paragraphs, &drop, self.input.lang, &id);
+        let lang = self.input.lang;
         let body = match &plan.target {
-            Target::Text => inner,
-            Target::Wrapper(w) => wrapper::replace(&self.input.text, w, &inner),
+            Target::Text => decide::assemble(text, &plan.paragraphs, &drop, lang, &id).0,
+            Target::Wrapper(w) => {
+                let (inner, _) = decide::assemble(text, &plan.paragraphs, &drop, lang, &id);
+                wrapper::replace(&self.input.text, w, &inner)
+            }
+            Target::Array(_) => array::assemble(text, &plan.paragraphs, &drop, lang, &id),
         };
         let body_chars = body.chars().count();
         let ratio = decide::ratio(self.raw_chars, body_chars);
@@ -231,6 +245,7 @@ impl Job {
         let shape = match p.shape {
             Some(Shape::Text) => " shape=text",
             Some(Shape::JsonWrapper) => " shape=json_wrapper",
+            Some(Shape::JsonArray) => " shape=json_array",
             None => "",
         };
         let ratio = match p.ratio {
@@ -286,15 +301,15 @@ pub fn outcome_name(o: Outcome) -> &'static str {
 
 /// Split the target and plan batches, or stop at the basis / fixed-only gates.
 fn plan(input: &PruneInput, target: Target) -> Stage {
-    let shape = match target {
-        Target::Text => Shape::Text,
-        Target::Wrapper(_) => Shape::JsonWrapper,
-    };
+    let shape = shape_of(&target);
     let text = match &target {
-        Target::Text => input.text.as_str(),
+        Target::Text | Target::Array(_) => input.text.as_str(),
         Target::Wrapper(w) => w.value.as_str(),
     };
-    let paragraphs = split(text);
+    let paragraphs = match &target {
+        Target::Array(a) => a.units(text),
+        _ => split(text),
+    };
     let basis = basis::basis(&input.request);
     if !basis::is_enough(basis) {
         return Stage::NoBasis { shape, paragraphs };
@@ -304,6 +319,8 @@ fn plan(input: &PruneInput, target: Target) -> Stage {
         return Stage::Unscorable { shape, paragraphs };
     }
     let model = input.jev_model.as_deref();
+    // The offline scorer reads the chunks in the guest: no request body to encode.
+    let offline = matches!(input.scorer, ScorerChoice::Offline);
     let request = ScoringRequest {
         basis: basis.to_string(),
         batches: batches
@@ -314,7 +331,7 @@ fn plan(input: &PruneInput, target: Target) -> Stage {
                 Batch {
                     paragraphs: indices.iter().map(|&i| i as u32).collect(),
                     chunks: chunks.iter().map(|(_, t)| t.to_string()).collect(),
-                    jev_body: jev::encode_request(model, basis, &chunks),
+                    jev_body: if offline { String::new() } else { jev::encode_request(model, basis, &chunks) },
                 }
             })
             .collect(),
@@ -347,17 +364,22 @@ impl Scoring {
     }
 }
 
+fn shape_of(target: &Target) -> Shape {
+    match target {
+        Target::Text => Shape::Text,
+        Target::Wrapper(_) => Shape::JsonWrapper,
+        Target::Array(_) => Shape::JsonArray,
+    }
+}
+
 impl Plan {
     fn shape(&self) -> Shape {
-        match self.target {
-            Target::Text => Shape::Text,
-            Target::Wrapper(_) => Shape::JsonWrapper,
-        }
+        shape_of(&self.target)
     }
 
     fn text<'a>(&'a self, raw: &'a str) -> &'a str {
         match &self.target {
-            Target::Text => raw,
+            Target::Text | Target::Array(_) => raw,
             Target::Wrapper(w) => &w.value,
         }
     }

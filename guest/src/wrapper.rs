@@ -31,6 +31,7 @@
 
 use std::ops::Range;
 
+use crate::array::{self, JsonArray};
 use crate::limits::{MIN_CHARS, WRAPPER_SHARE};
 
 /// A JSON wrapper: the top-level object's longest direct string value.
@@ -49,6 +50,9 @@ pub enum Classified {
     Text,
     /// A JSON wrapper: only its string is pruned.
     Wrapper(Wrapper),
+    /// A JSON array (top level, or the dominant direct value of the top-level
+    /// object): pruned element by element ([`crate::array`], SPEC §13).
+    Array(JsonArray),
     /// Any other JSON, or a wrapper whose place is ambiguous: untouched.
     Structured,
 }
@@ -64,6 +68,7 @@ pub fn classify(raw: &str) -> Classified {
                 let bom = raw.len() - rest.len();
                 Classified::Wrapper(Wrapper { span: w.span.start + bom..w.span.end + bom, value: w.value })
             }
+            Classified::Array(a) => Classified::Array(a.shifted(raw.len() - rest.len())),
             other => other,
         };
     }
@@ -73,9 +78,24 @@ pub fn classify(raw: &str) -> Classified {
         return Classified::Text;
     }
     match locate(raw) {
-        Ok(wrapper) => Classified::Wrapper(wrapper),
+        Ok(Found::Wrapper(wrapper)) => Classified::Wrapper(wrapper),
+        Ok(Found::Array(span)) => match array::elements(raw, span) {
+            Some(a) => Classified::Array(a),
+            None => Classified::Structured,
+        },
         Err(_) => Classified::Structured,
     }
+}
+
+/// What the scan of the top level found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Found {
+    /// The longest direct string of the top-level object (SPEC §8).
+    Wrapper(Wrapper),
+    /// The byte span (brackets included) of a top-level array, or of the
+    /// top-level object's largest direct value when it is an array holding at
+    /// least `WRAPPER_SHARE` of the raw characters (SPEC §13).
+    Array(Range<usize>),
 }
 
 /// `raw` with the wrapper's string literal replaced by the JSON encoding of
@@ -123,6 +143,24 @@ enum GiveUp {
     UnderShare,
 }
 
+/// The largest direct value (in raw characters) found so far.
+struct Largest {
+    chars: usize,
+    span: Range<usize>,
+    is_array: bool,
+    tied: bool,
+}
+
+/// Keep the larger of `largest` and a new direct value; note a tie.
+fn consider_value(largest: &mut Option<Largest>, raw: &str, span: Range<usize>, is_array: bool) {
+    let chars = raw.get(span.clone()).map_or(0, |s| s.chars().count());
+    match largest {
+        Some(best) if chars < best.chars => {}
+        Some(best) if chars == best.chars => best.tied = true,
+        _ => *largest = Some(Largest { chars, span, is_array, tied: false }),
+    }
+}
+
 /// The longest direct string found so far.
 struct Longest {
     chars: usize,
@@ -136,9 +174,16 @@ struct Longest {
 /// `raw` is expected to be valid JSON (checked by [`classify`] first), but
 /// the scan never indexes out of bounds and gives up on anything unexpected,
 /// so it is safe — and tested — on arbitrary input.
-fn locate(raw: &str) -> Result<Wrapper, GiveUp> {
+fn locate(raw: &str) -> Result<Found, GiveUp> {
     let b = raw.as_bytes();
     let mut i = skip_ws(b, 0);
+    if b.get(i) == Some(&b'[') {
+        let end = skip_container(b, i).ok_or(GiveUp::Malformed)?;
+        if skip_ws(b, end) != b.len() {
+            return Err(GiveUp::Malformed);
+        }
+        return Ok(Found::Array(i..end));
+    }
     if b.get(i) != Some(&b'{') {
         return Err(if i < b.len() {
             GiveUp::NotAnObject
@@ -150,6 +195,7 @@ fn locate(raw: &str) -> Result<Wrapper, GiveUp> {
 
     let mut keys: Vec<String> = Vec::new();
     let mut longest: Option<Longest> = None;
+    let mut largest: Option<Largest> = None;
 
     if b.get(i) != Some(&b'}') {
         loop {
@@ -164,12 +210,21 @@ fn locate(raw: &str) -> Result<Wrapper, GiveUp> {
                 Some(b'"') => {
                     let span = string_literal(b, i).ok_or(GiveUp::Malformed)?;
                     let end = span.end;
+                    consider_value(&mut largest, raw, span.clone(), false);
                     let value = decode(raw, &span)?;
                     consider(&mut longest, span, value);
                     end
                 }
-                Some(b'{' | b'[') => skip_container(b, i).ok_or(GiveUp::Malformed)?,
-                Some(_) => skip_scalar(b, i),
+                Some(&open @ (b'{' | b'[')) => {
+                    let end = skip_container(b, i).ok_or(GiveUp::Malformed)?;
+                    consider_value(&mut largest, raw, i..end, open == b'[');
+                    end
+                }
+                Some(_) => {
+                    let end = skip_scalar(b, i);
+                    consider_value(&mut largest, raw, i..end, false);
+                    end
+                }
                 None => return Err(GiveUp::Malformed),
             };
             i = skip_ws(b, i);
@@ -191,6 +246,22 @@ fn locate(raw: &str) -> Result<Wrapper, GiveUp> {
         return Err(GiveUp::DuplicateKey);
     }
 
+    let raw_chars = raw.chars().count();
+    let wrapper = wrapper_of(longest, raw_chars);
+    if wrapper.is_err() {
+        // A list with metadata beside it (`{"items": [...], "total": 120}`):
+        // the array must be the one largest direct value, with the share.
+        if let Some(l) = largest {
+            if l.is_array && (l.chars as f64) >= WRAPPER_SHARE * raw_chars as f64 {
+                return if l.tied { Err(GiveUp::TieForLongest) } else { Ok(Found::Array(l.span)) };
+            }
+        }
+    }
+    wrapper.map(Found::Wrapper)
+}
+
+/// The wrapper, if the longest direct string qualifies (SPEC §8).
+fn wrapper_of(longest: Option<Longest>, raw_chars: usize) -> Result<Wrapper, GiveUp> {
     let longest = longest.ok_or(GiveUp::NoDirectString)?;
     if longest.tied {
         return Err(GiveUp::TieForLongest);
@@ -198,7 +269,6 @@ fn locate(raw: &str) -> Result<Wrapper, GiveUp> {
     if longest.chars < MIN_CHARS {
         return Err(GiveUp::TooShort);
     }
-    let raw_chars = raw.chars().count();
     if (longest.chars as f64) < WRAPPER_SHARE * raw_chars as f64 {
         return Err(GiveUp::UnderShare);
     }
@@ -232,7 +302,7 @@ fn decode(raw: &str, span: &Range<usize>) -> Result<String, GiveUp> {
 }
 
 /// The index of the first byte at or after `i` that is not JSON whitespace.
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
         i += 1;
     }
@@ -244,7 +314,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 ///
 /// Only `"` and `\` matter, and both are ASCII, which never occurs inside a
 /// multi-byte UTF-8 sequence: the span's ends are character boundaries.
-fn string_literal(b: &[u8], start: usize) -> Option<Range<usize>> {
+pub(crate) fn string_literal(b: &[u8], start: usize) -> Option<Range<usize>> {
     if b.get(start) != Some(&b'"') {
         return None;
     }
@@ -261,7 +331,7 @@ fn string_literal(b: &[u8], start: usize) -> Option<Range<usize>> {
 /// The index just past the object or array that opens at `start`, counting
 /// depth iteratively and stepping over string literals (which may hold
 /// brackets, quotes and escapes).
-fn skip_container(b: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn skip_container(b: &[u8], start: usize) -> Option<usize> {
     let mut depth: usize = 0;
     let mut i = start;
     while let Some(&byte) = b.get(i) {
@@ -285,7 +355,7 @@ fn skip_container(b: &[u8], start: usize) -> Option<usize> {
 }
 
 /// The index just past the number, `true`, `false` or `null` at `start`.
-fn skip_scalar(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_scalar(b: &[u8], mut i: usize) -> usize {
     while let Some(&byte) = b.get(i) {
         if matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
             break;
@@ -310,7 +380,11 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(super::classify("\u{FEFF}[1, 2]"), super::Classified::Structured);
+        assert_eq!(super::classify("\u{FEFF}[1]"), super::Classified::Structured);
+        match super::classify("\u{FEFF}[1, 2]") {
+            super::Classified::Array(a) => assert_eq!(a.elements, vec![4..5, 7..8]),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(super::classify("\u{FEFF}# title"), super::Classified::Text);
     }
 
@@ -384,17 +458,14 @@ mod tests {
     }
 
     #[test]
-    fn top_level_array_is_structured() {
+    fn top_level_array_is_an_array() {
         for path in [
             shared!("cases/top-level-array.json"),
             shared!("corpus/vue-docs-partners.json"),
         ] {
-            assert_eq!(classify(&read(path)), Classified::Structured, "{path}");
-            assert_eq!(
-                locate(&read(path)).err(),
-                Some(GiveUp::NotAnObject),
-                "{path}"
-            );
+            let raw = read(path);
+            assert!(matches!(classify(&raw), Classified::Array(_)), "{path}");
+            assert!(matches!(locate(&raw), Ok(Found::Array(_))), "{path}");
         }
     }
 
@@ -599,7 +670,10 @@ mod tests {
         let raw = format!(r#"{{"id": 7, "data": {{"content": {value}}}}}"#);
         assert_eq!(classify(&raw), Classified::Structured);
         assert_eq!(locate(&raw).err(), Some(GiveUp::NoDirectString));
+        // A direct array holding the share is a list (SPEC §13), not a wrapper.
         let raw = format!(r#"{{"id": "7", "data": [{value}]}}"#);
+        assert!(matches!(locate(&raw), Ok(Found::Array(_))));
+        let raw = format!(r#"{{"id": "7", "data": [{value}], "more": [{value}]}}"#);
         assert_eq!(locate(&raw).err(), Some(GiveUp::TooShort));
     }
 

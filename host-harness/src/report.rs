@@ -15,7 +15,7 @@ pub struct PruneReport<'a> {
     /// Why the guest gave no answer (`instantiate`, `guest_trap`); omitted otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
-    /// `text` or `json_wrapper`; null when nothing was split.
+    /// `text`, `json_wrapper` or `json_array`; null when nothing was split.
     pub shape: Option<&'static str>,
     /// The log line's counts (characters, ms); null when the guest failed.
     pub counts: Option<CountsReport>,

@@ -28,11 +28,12 @@ pub fn outcome_name(outcome: Outcome) -> &'static str {
     }
 }
 
-/// `text` or `json_wrapper` (SPEC §8).
+/// `text`, `json_wrapper` (SPEC §8) or `json_array` (SPEC §13).
 pub fn shape_name(shape: Shape) -> &'static str {
     match shape {
         Shape::Text => "text",
         Shape::JsonWrapper => "json_wrapper",
+        Shape::JsonArray => "json_array",
     }
 }
 

@@ -418,3 +418,23 @@ impl Scorer for RecordingStub {
 pub fn chars(s: &str) -> usize {
     s.chars().count()
 }
+
+/// The elements of the array a JSON array result prunes (SPEC §13), as
+/// values: the top-level array, or the top-level object's largest direct
+/// value when it is an array. A test oracle independent of the guest's scan.
+pub fn array_values(raw: &str) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    match serde_json::from_str::<Value>(raw.trim_start_matches('\u{FEFF}')).expect("JSON") {
+        Value::Array(items) => items,
+        Value::Object(map) => map
+            .into_iter()
+            .filter_map(|(_, v)| match v {
+                Value::Array(items) => Some((serde_json::to_string(&items).unwrap().chars().count(), items)),
+                _ => None,
+            })
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, items)| items)
+            .expect("an object holding an array"),
+        _ => panic!("not an array result"),
+    }
+}

@@ -80,7 +80,8 @@ fn threshold_is_one_of_four_values_else_0_2() {
 
 #[test]
 fn structured_json_is_untouched_and_nothing_is_sent() {
-    let items: Vec<String> = (0..20).map(|i| prose(i, 300)).collect();
+    // An object of many strings: no wrapper, no dominant array (SPEC §8, §13).
+    let items: std::collections::BTreeMap<String, String> = (0..20).map(|i| (format!("k{i:02}"), prose(i, 300))).collect();
     let text = serde_json::to_string_pretty(&items).unwrap();
     assert!(chars(&text) >= 4_000);
     let scorer = dropping(0..10);
@@ -96,7 +97,7 @@ fn structured_json_is_untouched_and_nothing_is_sent() {
 
 #[test]
 fn structured_is_decided_before_the_basis() {
-    let items: Vec<String> = (0..20).map(|i| prose(i, 300)).collect();
+    let items: std::collections::BTreeMap<String, String> = (0..20).map(|i| (format!("k{i:02}"), prose(i, 300))).collect();
     let text = serde_json::to_string(&items).unwrap();
     let scorer = dropping(0..10);
     let (p, _) = run("ok", &scorer, &text);

@@ -50,6 +50,20 @@ fn assert_sent_only_scored_paragraphs(name: &str, text: &str, request: &str, sha
                 .map(|p| inner[p.byte_start as usize..p.byte_end as usize].to_string())
                 .collect()
         }
+        // Elements of a JSON array: each chunk is a raw span of the text
+        // that decodes to one element of the array.
+        Some(Shape::JsonArray) => {
+            let elements = array_values(text);
+            let chunks = sent.iter().flat_map(|r| &r.batches).flat_map(|b| &b.chunks);
+            chunks
+                .inspect(|c| {
+                    assert!(text.contains(c.as_str()), "{name}: a chunk that is not a span of the text was sent");
+                    let v: Value = serde_json::from_str(c).expect("an element is JSON");
+                    assert!(elements.contains(&v), "{name}: a chunk that is not an element was sent");
+                })
+                .cloned()
+                .collect()
+        }
         _ => infos(text)
             .iter()
             .filter(|p| p.kind == ParagraphKind::Scored)
