@@ -1,0 +1,276 @@
+//! Benchmark (not a test): what the guest costs beside the scorer.
+//!
+//! ```sh
+//! cargo run --release -p toolprune-host --example bench
+//! ```
+//!
+//! Prints a Markdown table, one run (medians of repeated calls):
+//!
+//! - guest work per result (gates, split, batches, decisions, markers,
+//!   counts; the scorer answers instantly with fixed scores) on the
+//!   121,429-character `pep-0817-wheel-variants.rst`: the component in
+//!   wasmtime (fuel on, as the host runs it; and fuel off, for diagnosis)
+//!   against the same guest code compiled natively (`toolprune_guest::prune::Job`);
+//! - the same with the offline (BM25) scorer on the PEP's first 100,000
+//!   characters;
+//! - per-turn instantiation from the pre-instantiated component;
+//! - the component's size;
+//! - the guest's peak linear memory on a 1 MB input.
+//!
+//! The wasm side is linked here exactly as `toolprune_host::Pruner` does it
+//! (same engine config, `instantiate_pre`, fresh store per turn), with a
+//! store limiter that records the largest memory the guest asked for.
+
+use std::time::{Duration, Instant};
+
+use toolprune_guest::component::exports::toolprune::pruner::pruner as gp;
+use toolprune_guest::component::toolprune::pruner::types as gt;
+use toolprune_host::engine::wit::{self, Toolprune, ToolprunePre};
+use toolprune_host::types::{BatchAnswer, Lang, Outcome, PruneInput, ScorerChoice, ScoringRequest, ScoringResponse};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, ResourceLimiter, Store};
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus");
+const PEP: &str = "pep-0817-wheel-variants.rst";
+const REQUEST: &str = "How does PEP 817 encode a wheel variant in the wheel filename, and what happens with installers that don't understand variants (null variant / backwards compatibility)? Also, what are the security implications of variant provider plugins?";
+
+/// The fixed score of paragraph `n`: every third one is dropped.
+fn fixed(n: u32) -> f64 {
+    if n % 3 == 0 {
+        0.05
+    } else {
+        0.9
+    }
+}
+
+/// Store data: an instant scorer and a limiter recording the peak memory.
+struct State {
+    peak: usize,
+}
+
+impl ResourceLimiter for State {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        self.peak = self.peak.max(desired);
+        Ok(true)
+    }
+    fn table_growing(&mut self, _current: usize, _desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(true)
+    }
+}
+
+impl wit::toolprune::pruner::types::Host for State {}
+
+impl wit::toolprune::pruner::scorer::Host for State {
+    fn score(&mut self, request: ScoringRequest) -> ScoringResponse {
+        ScoringResponse {
+            answers: Ok(request
+                .batches
+                .iter()
+                .map(|b| BatchAnswer::Scores(b.paragraphs.iter().map(|&n| Some(fixed(n))).collect()))
+                .collect()),
+            elapsed_ms: 0,
+        }
+    }
+}
+
+struct Wasm {
+    engine: Engine,
+    pre: ToolprunePre<State>,
+    fuel: bool,
+}
+
+impl Wasm {
+    fn new(fuel: bool) -> anyhow::Result<Self> {
+        let mut config = Config::new();
+        config.consume_fuel(fuel);
+        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+        let component = Component::new(&engine, toolprune_artifacts::component()).map_err(anyhow::Error::from)?;
+        let mut linker = Linker::<State>::new(&engine);
+        Toolprune::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s).map_err(anyhow::Error::from)?;
+        let pre = ToolprunePre::new(linker.instantiate_pre(&component).map_err(anyhow::Error::from)?)
+            .map_err(anyhow::Error::from)?;
+        Ok(Wasm { engine, pre, fuel })
+    }
+
+    fn instantiate(&self) -> (Store<State>, Toolprune) {
+        let mut store = Store::new(&self.engine, State { peak: 0 });
+        store.limiter(|s| s as &mut dyn ResourceLimiter);
+        if self.fuel {
+            store.set_fuel(20_000_000_000).unwrap();
+        }
+        let bindings = self.pre.instantiate(&mut store).unwrap();
+        (store, bindings)
+    }
+
+    fn prune(&self, store: &mut Store<State>, bindings: &Toolprune, input: &PruneInput) -> Outcome {
+        if self.fuel {
+            store.set_fuel(20_000_000_000).unwrap();
+        }
+        bindings.toolprune_pruner_pruner().call_prune(store, input).unwrap().outcome
+    }
+}
+
+fn host_input(text: &str, offline: bool) -> PruneInput {
+    PruneInput {
+        request: REQUEST.to_string(),
+        text: text.to_string(),
+        enabled: true,
+        succeeded: true,
+        prunable: true,
+        threshold: 0.2,
+        lang: Lang::En,
+        sequence: 1,
+        scorer: if offline { ScorerChoice::Offline } else { ScorerChoice::Host("bench".into()) },
+        jev_model: None,
+        agent: "bench".into(),
+        tool: "fetch".into(),
+    }
+}
+
+fn guest_input(text: &str, offline: bool) -> gp::PruneInput {
+    gp::PruneInput {
+        request: REQUEST.to_string(),
+        text: text.to_string(),
+        enabled: true,
+        succeeded: true,
+        prunable: true,
+        threshold: 0.2,
+        lang: gt::Lang::En,
+        sequence: 1,
+        scorer: if offline { gp::ScorerChoice::Offline } else { gp::ScorerChoice::Host("bench".into()) },
+        jev_model: None,
+        agent: "bench".into(),
+        tool: "fetch".into(),
+    }
+}
+
+/// The whole pruning decision natively: start, score instantly, complete.
+fn native(text: &str, offline: bool) -> gp::Outcome {
+    let job = toolprune_guest::prune::Job::start(guest_input(text, offline));
+    let response = job.request().map(|request| gt::ScoringResponse {
+        answers: Ok(request
+            .batches
+            .iter()
+            .map(|b| gt::BatchAnswer::Scores(b.paragraphs.iter().map(|&n| Some(fixed(n))).collect()))
+            .collect()),
+        elapsed_ms: 0,
+    });
+    job.complete(response).outcome
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn time(runs: usize, mut f: impl FnMut()) -> Duration {
+    f(); // warm-up
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() -> anyhow::Result<()> {
+    let pep = std::fs::read_to_string(format!("{CORPUS}/{PEP}"))?;
+    let pep100k: String = pep.chars().take(100_000).collect();
+    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
+
+    if std::env::var("BENCH_PROFILE_NATIVE_OFFLINE").is_ok() {
+        // For `valgrind --tool=callgrind`: only the native offline path.
+        for _ in 0..runs {
+            native(&pep100k, true);
+        }
+        return Ok(());
+    }
+
+    let fueled = Wasm::new(true)?;
+    let unfueled = Wasm::new(false)?;
+
+    println!("| measurement | wasmtime (fuel on) | wasmtime (fuel off) | native | ratio (fuel on / native) | goal |");
+    println!("|---|---:|---:|---:|---:|---|");
+    for (label, text, offline, goal) in [
+        (format!("guest work per result, {PEP} ({} chars), instant fixed scores", pep.chars().count()), &pep, false, "≤ 1.5×, ≤ 2 ms"),
+        ("same, offline BM25 scorer, first 100,000 chars".to_string(), &pep100k, true, "—"),
+    ] {
+        let input = host_input(text, offline);
+        let mut cells = Vec::new();
+        let mut outcome = None;
+        for wasm in [&fueled, &unfueled] {
+            let (mut store, bindings) = wasm.instantiate();
+            outcome = Some(wasm.prune(&mut store, &bindings, &input));
+            cells.push(time(runs, || {
+                wasm.prune(&mut store, &bindings, &input);
+            }));
+        }
+        let native_outcome = native(text, offline);
+        let n = time(runs, || {
+            native(text, offline);
+        });
+        println!(
+            "| {label} (outcome {:?} / native {:?}) | {} | {} | {} | {:.2}× | {goal} |",
+            outcome.unwrap(),
+            native_outcome,
+            ms(cells[0]),
+            ms(cells[1]),
+            ms(n),
+            cells[0].as_secs_f64() / n.as_secs_f64(),
+        );
+    }
+
+    // The host's own API (`Turn::on_tool_result`, one turn per call: fresh
+    // instance, fuel on), offline scorer, first 100,000 chars: what a CLI or
+    // agent pays per result.
+    let pruner = toolprune_host::Pruner::shared()?;
+    let turn_call = time(runs, || {
+        let mut options = toolprune_host::TurnOptions::new(REQUEST);
+        options.enabled = true;
+        let mut turn = toolprune_host::Turn::new(pruner, std::sync::Arc::new(toolprune_host::OfflineScorer), options)
+            .with_log(std::sync::Arc::new(toolprune_host::CapturedLog::new()));
+        turn.on_tool_result(toolprune_host::ToolResult::prunable("fetch", pep100k.as_str()));
+    });
+    println!(
+        "| per call through `Turn::on_tool_result` (new turn + instance), offline scorer, first 100,000 chars | {} | | | | — |",
+        ms(turn_call)
+    );
+
+    // Per-turn instantiation: a fresh store and instance from the pre-instantiated component.
+    let inst = time(runs.max(200), || {
+        let _ = fueled.instantiate();
+    });
+    println!(
+        "| per-turn instantiation (fresh store + `instantiate_pre`d component) | {:.1} µs | | | | ≤ 50 µs |",
+        inst.as_secs_f64() * 1e6
+    );
+
+    let size = toolprune_artifacts::component().len();
+    println!("| component size | {size} bytes ({:.0} KiB) | | | | ≤ 300 KB |", size as f64 / 1024.0);
+
+    // Peak memory on a 1 MB input (the PEP repeated), instant fixed scores.
+    let mut mb = String::new();
+    while mb.len() < 1_000_000 {
+        mb.push_str(&pep);
+    }
+    mb.truncate(mb.floor_char_boundary(1_000_000));
+    let (mut store, bindings) = fueled.instantiate();
+    let baseline = store.data().peak;
+    let t = Instant::now();
+    let outcome = fueled.prune(&mut store, &bindings, &host_input(&mb, false));
+    let took = t.elapsed();
+    println!(
+        "| guest peak linear memory, 1,000,000-byte input (outcome {outcome:?}, {}) | {:.1} MiB (after instantiation {:.1} MiB) | | | | — |",
+        ms(took),
+        store.data().peak as f64 / (1 << 20) as f64,
+        baseline as f64 / (1 << 20) as f64,
+    );
+    Ok(())
+}
