@@ -218,6 +218,9 @@ impl Pruner {
 /// The exported `pruner` interface, as generated.
 pub(crate) type Guest = wit::exports::toolprune::pruner::pruner::Guest;
 
+/// The exported `judge` interface (`wit/judge.wit`), as generated.
+pub(crate) type JudgeGuest = wit::exports::toolprune::pruner::judge::Guest;
+
 /// One live instance in its own store. After any error it must be dropped
 /// (a trapped instance may not be entered again).
 pub(crate) struct Instance {
@@ -236,6 +239,17 @@ impl Instance {
             .set_fuel(self.limits.fuel)
             .map_err(GuestFailure::trap)?;
         f(self.bindings.toolprune_pruner_pruner(), &mut self.store).map_err(GuestFailure::trap)
+    }
+
+    /// Runs one call of the `judge` interface with a full fuel budget.
+    pub(crate) fn call_judge<R>(
+        &mut self,
+        f: impl FnOnce(&JudgeGuest, &mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, GuestFailure> {
+        self.store
+            .set_fuel(self.limits.fuel)
+            .map_err(GuestFailure::trap)?;
+        f(self.bindings.toolprune_pruner_judge(), &mut self.store).map_err(GuestFailure::trap)
     }
 
     /// New limits for the next calls (memory applies to later growth).

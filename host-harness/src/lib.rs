@@ -6,8 +6,13 @@
 //!   [`StubScorer`], [`ScriptedScorer`]).
 //! - [`turn`]: one user turn ([`Turn`]): a fresh instance, the turn store,
 //!   fail-open calls (SPEC §10, §11).
+//! - [`jev`]: the Jev scorer over HTTP ([`JevScorer`]), its routes and
+//!   configuration, cancellation, `jev check`.
+//! - [`judge`]: the judge router ([`judge::Judge`]): a rules file and a
+//!   message in, a decision out (seed 003 §5).
 //! - [`log`]: where the guest's log lines go (SPEC §12).
 //! - [`report`]: JSON and table renderings for the CLI.
+//! - [`eval`]: `toolprune eval`, reduction and recall on a labelled corpus.
 //!
 //! Every rule (gates, split, decisions, markers, counts, log lines) is the
 //! guest's. The host never parses or builds Jev JSON and never counts
@@ -27,6 +32,9 @@
 //! ```
 
 pub mod engine;
+pub mod jev;
+pub mod judge;
+pub mod eval;
 pub mod log;
 pub mod report;
 pub mod scorer;
@@ -34,6 +42,7 @@ pub mod turn;
 pub mod types;
 
 pub use engine::{GuestFailure, Limits, Pruner};
+pub use jev::{CancelToken, JevConfig, JevScorer, Settings};
 pub use log::{CapturedLog, LogSink, StderrLog};
 pub use scorer::{OfflineScorer, Scorer, ScriptedScorer, StubScorer};
 pub use turn::{PruneJob, Pruned, ToolResult, Turn, TurnOptions};

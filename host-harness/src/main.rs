@@ -1,9 +1,13 @@
 //! `toolprune`: prune a local document, or show how it splits.
 //!
 //! ```text
-//! toolprune prune --request TEXT [--threshold 0.2] [--lang en|ja] [--scorer stub]
-//!                 [--tool NAME] [--agent NAME] [--json] [FILE|-]
+//! toolprune prune --request TEXT [--threshold 0.2] [--lang en|ja]
+//!                 [--scorer offline|stub|jev] [--tool NAME] [--agent NAME] [--json] [FILE|-]
+//! toolprune jev check
+//! toolprune route --rules FILE --message TEXT [--answers FILE] [--json]
 //! toolprune split [--json] [FILE|-]
+//! toolprune eval --corpus DIR [--labels FILE] [--scorer offline|stub]
+//!                [--threshold X] [--lang en|ja] [--json]
 //! ```
 //!
 //! Exit codes: 0 done (also when the input passed through unchanged), 1 the
@@ -12,12 +16,14 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolprune_host::report::{paragraphs_table, prune_report, split_report};
 use toolprune_host::types::Lang;
-use toolprune_host::{OfflineScorer, Pruner, Scorer, StubScorer, ToolResult, Turn, TurnOptions};
+use toolprune_host::{Pruner, ToolResult, Turn, TurnOptions};
+
+mod cli_jev;
+mod cli_route;
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +43,13 @@ enum Command {
     Prune(PruneArgs),
     /// Show the paragraphs exactly as pruning splits the document.
     Split(SplitArgs),
+    /// Prune every document of a corpus folder; report reduction and recall.
+    Eval(toolprune_host::eval::EvalArgs),
+    /// Jev over HTTP: `toolprune jev check`.
+    Jev(cli_jev::JevArgs),
+    /// Decide where a message goes with a rules file (the judge router):
+    /// the decision to stdout, the `judge:` line to stderr.
+    Route(cli_route::RouteArgs),
 }
 
 #[derive(Args)]
@@ -44,17 +57,21 @@ struct PruneArgs {
     /// The user's request (the basis is its first 2,000 characters).
     #[arg(long)]
     request: String,
-    /// 0.1, 0.2, 0.3 or 0.5; any other value means 0.2.
-    #[arg(long, default_value_t = 0.2)]
-    threshold: f64,
+    /// 0.1, 0.2, 0.3 or 0.5; any other value means 0.2. Default: the
+    /// config file's `threshold`, else 0.2.
+    #[arg(long)]
+    threshold: Option<f64>,
     /// Language of the markers.
     #[arg(long, value_enum, default_value_t = LangArg::En)]
     lang: LangArg,
     /// Who scores the paragraphs: `offline` is the guest's lexical (BM25)
     /// scorer, nothing leaves the machine; `stub` is a trivial word-overlap
-    /// stand-in for tests, not a relevance model.
-    #[arg(long, value_enum, default_value_t = ScorerArg::Offline)]
-    scorer: ScorerArg,
+    /// stand-in for tests, not a relevance model; `jev` is TypeSafe's Jev
+    /// over HTTP (README "Jev"). Default: `jev` when its credentials are
+    /// set (TOOLPRUNE_JEV_TOKEN, and an account id on Cloudflare), else
+    /// `offline`.
+    #[arg(long, value_enum)]
+    scorer: Option<ScorerArg>,
     /// Tool name for the log line.
     #[arg(long, default_value = "cli")]
     tool: String,
@@ -89,6 +106,8 @@ enum ScorerArg {
     Offline,
     /// Word overlap with the request: a stub for tests, not a relevance model.
     Stub,
+    /// TypeSafe's Jev over HTTP (sends the basis and the scored paragraphs).
+    Jev,
 }
 
 fn main() -> ExitCode {
@@ -96,6 +115,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Prune(args) => prune(args),
         Command::Split(args) => split(args),
+        Command::Eval(args) => toolprune_host::eval::cli(args)
+            .and_then(|out| write_stdout(out.as_bytes()))
+            .map(|()| ExitCode::SUCCESS),
+        Command::Jev(args) => match args.command {
+            cli_jev::JevCommand::Check => pruner().map(cli_jev::check),
+        },
+        Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
     };
     match result {
         Ok(code) => code,
@@ -145,18 +171,28 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::SUCCESS);
         }
     };
-    let scorer: Arc<dyn Scorer> = match args.scorer {
-        ScorerArg::Stub => Arc::new(StubScorer),
-        ScorerArg::Offline => Arc::new(OfflineScorer),
+    let named = args.scorer.map(|s| match s {
+        ScorerArg::Offline => cli_jev::Named::Offline,
+        ScorerArg::Stub => cli_jev::Named::Stub,
+        ScorerArg::Jev => cli_jev::Named::Jev,
+    });
+    let setup = match cli_jev::prune_setup(named, args.threshold) {
+        Ok(setup) => setup,
+        Err(usage) => {
+            eprintln!("toolprune: {usage}");
+            return Ok(ExitCode::from(2));
+        }
     };
+    let scorer = setup.scorer;
     let mut options = TurnOptions::new(args.request);
-    options.threshold = args.threshold;
+    options.threshold = setup.threshold;
+    options.jev_model = setup.jev_model;
     options.lang = match args.lang {
         LangArg::Ja => Lang::Ja,
         LangArg::En => Lang::En,
     };
     options.agent = args.agent;
-    options.enabled = true;
+    options.enabled = setup.enabled;
     let mut turn = Turn::new(pruner()?, scorer.clone(), options);
     let pruned = turn.on_tool_result(ToolResult::prunable(args.tool, text));
     if args.json {

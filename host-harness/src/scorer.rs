@@ -1,10 +1,10 @@
 //! Scorers: what the host does when the guest calls the `scorer` import
 //! (SPEC §5, §14). One call per tool result, carrying every batch.
 //!
-//! A Jev scorer (HTTP POST of each `jev-body`, the secret added as a header,
-//! up to `policy.max-in-flight` in flight, `policy.deadline-ms`, retries on
-//! `policy.retry-on`) will live next to these; the two here make no network
-//! call at all.
+//! The Jev scorer (HTTP POST of each `jev-body`, the secret added as a
+//! header, up to `policy.max-in-flight` in flight, `policy.deadline-ms`,
+//! retries on `policy.retry-on`) is [`crate::jev::JevScorer`]; the scorers
+//! here make no network call at all.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
