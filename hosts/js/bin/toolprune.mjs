@@ -1,9 +1,14 @@
 #!/usr/bin/env node
-// toolprune (Node): the Rust CLI's `prune`, on the same component.
+// toolprune (Node): the Rust CLI's `prune` and `route`, on the same component.
 //
 //   toolprune prune --request TEXT [--threshold 0.1|0.2|0.3|0.5] [--lang ja|en]
 //                   [--scorer offline|stub|jev] [--tool NAME] [--agent NAME]
 //                   [--json] [FILE|-]
+//   toolprune route --rules FILE --message TEXT [--answers FILE] [--json]
+//
+// route: the decision to stdout, the `judge:` line to stderr, as the Rust
+// CLI. Exit codes: 0 routed or returned, 3 failed (Jev could not judge),
+// 2 an invalid rules file or usage, 1 a file or the component failed.
 //
 // The body goes to stdout byte for byte, the `tool prune:` line to stderr.
 // Exit codes: 0 a body was produced (pruned or not), 1 the input or the
@@ -12,11 +17,12 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-import { JevConfigError, Pruner, jevScorer } from '../src/index.js';
+import { JevConfigError, Pruner, RulesError, jevScorer, renderLoadErrors } from '../src/index.js';
 
 const USAGE = `Usage: toolprune prune --request TEXT [--threshold 0.2] [--lang en|ja]
                        [--scorer offline|stub|jev] [--tool NAME] [--agent NAME]
-                       [--json] [FILE|-]`;
+                       [--json] [FILE|-]
+       toolprune route --rules FILE --message TEXT [--answers FILE] [--json]`;
 
 function usage(message) {
   process.stderr.write(`toolprune: ${message}\n${USAGE}\n`);
@@ -166,9 +172,139 @@ async function prune(argv) {
   return 0;
 }
 
+/** serde_json's f64: always a fraction or an exponent (`1.0`, not `1`). */
+class F64 {
+  constructor(value) {
+    this.value = value;
+  }
+}
+
+/** `serde_json::to_string_pretty` of a value: keys sorted, 2-space indent. */
+function pretty(value, indent = '') {
+  if (value instanceof F64) {
+    const v = value.value;
+    if (!Number.isFinite(v)) return 'null';
+    const text = String(v);
+    return /[.e]/.test(text) ? text.replace(/e\+?/, 'e') : `${text}.0`;
+  }
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    const inner = `${indent}  `;
+    return `[\n${value.map((v) => inner + pretty(v, inner)).join(',\n')}\n${indent}]`;
+  }
+  if (typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    if (keys.length === 0) return '{}';
+    const inner = `${indent}  `;
+    return `{\n${keys.map((k) => `${inner}${JSON.stringify(k)}: ${pretty(value[k], inner)}`).join(',\n')}\n${indent}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The `route --json` decision, fields as the Rust CLI's. */
+function jsonDecision(d) {
+  return {
+    verdict: d.verdict,
+    to: d.to,
+    note: d.note,
+    reason: d.reason,
+    rule: d.rule,
+    answers: d.answers.map((a) => ({
+      question: a.question,
+      type: a.kind,
+      value: a.value,
+      p: new F64(a.p),
+      margin: a.margin === null ? null : new F64(a.margin),
+      mean: a.mean === null ? null : new F64(a.mean),
+    })),
+    jev_tokens: d.jevTokens,
+    log: d.logLine,
+  };
+}
+
+/** `routed to agent_3 (rule 3)`, `returned (otherwise)`, `returned (rule 1): NOTE`, `failed: REASON`. */
+function summary(d) {
+  const rule = d.rule === null ? 'otherwise' : `rule ${d.rule}`;
+  if (d.verdict === 'routed') return `routed to ${d.to.join(', ')} (${rule})\n`;
+  if (d.verdict === 'returned') return d.note === null ? `returned (${rule})\n` : `returned (${rule}): ${d.note}\n`;
+  return `failed: ${d.reason}\n`;
+}
+
+async function route(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        rules: { type: 'string' },
+        message: { type: 'string' },
+        answers: { type: 'string' },
+        json: { type: 'boolean', default: false },
+      },
+    });
+  } catch (error) {
+    usage(error.message);
+  }
+  const { values } = parsed;
+  if (values.rules === undefined) usage('--rules is required');
+  if (values.message === undefined) usage('--message is required');
+  const read = (path, what) => {
+    try {
+      return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(readFileSync(path));
+    } catch (error) {
+      fatal(`cannot read the ${what} ${path}: ${error.message}`);
+    }
+  };
+  const rules = read(values.rules, 'rules file');
+  const options = { rulesFile: values.rules };
+  if (values.answers !== undefined) {
+    // No call is made: the scorer is never asked.
+    options.answers = read(values.answers, 'answers file');
+  } else {
+    let scorer;
+    try {
+      scorer = jevScorer.fromEnv();
+    } catch (error) {
+      if (error instanceof JevConfigError) usage(error.message);
+      throw error;
+    }
+    if (!scorer) {
+      process.stderr.write('toolprune: route without --answers calls Jev, and TOOLPRUNE_JEV_TOKEN is not set; or pass --answers FILE (fixed answers)\n');
+      return 2;
+    }
+    options.scorer = scorer;
+  }
+  let pruner;
+  try {
+    pruner = await Pruner.load();
+  } catch (error) {
+    fatal(`cannot load the component: ${error.message}`);
+  }
+  const cancel = new AbortController();
+  const onSigint = () => cancel.abort();
+  process.once('SIGINT', onSigint);
+  let d;
+  try {
+    d = await pruner.route(rules, values.message, { ...options, signal: cancel.signal });
+  } catch (error) {
+    if (error instanceof RulesError) {
+      process.stderr.write(renderLoadErrors(values.rules, error.errors));
+      return 2;
+    }
+    fatal(error.message);
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+  await write(values.json ? `${pretty(jsonDecision(d))}\n` : summary(d));
+  return d.verdict === 'failed' ? 3 : 0;
+}
+
 async function main(argv) {
   const [command, ...rest] = argv;
   if (command === 'prune') return prune(rest);
+  if (command === 'route') return route(rest);
   if (command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return 0;

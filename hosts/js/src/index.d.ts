@@ -224,6 +224,75 @@ export interface LoadOptions {
   genDir?: string | URL;
 }
 
+// ----- the judge router (README "Judge router", wit/judge.wit) -----
+
+/** `choice`, `noul` (yes/no) or `score` (ordered levels). */
+export type QuestionKind = 'choice' | 'noul' | 'score';
+
+/** What Jev answered to one declared question (probabilities rounded to 0.01). */
+export interface JudgeAnswer {
+  question: string;
+  kind: QuestionKind;
+  /** choice: the most probable option; score: the most probable level, 1-based (`"3"`); noul: null. */
+  value: string | null;
+  /** choice, score: the probability of `value`; noul: the probability of true. */
+  p: number;
+  /** choice, score: the first probability minus the second; noul: null. */
+  margin: number | null;
+  /** score: the expected level, 1-based; else null. */
+  mean: number | null;
+}
+
+/** The guest's decision. */
+export interface Decision {
+  verdict: 'routed' | 'returned' | 'failed';
+  /** routed: the targets (one: hand over; several: fan out and gather); else null. */
+  to: string[] | null;
+  /** returned: the rule's note, if any; else null. */
+  note: string | null;
+  /** failed: `http-4xx`, `http-5xx`, `rate-limited`, `out-of-credit`, `network`, `timeout`, `cancelled`, `undecodable`, `no-answer`; else null. */
+  reason: string | null;
+  /** 1-based number of the matching `[[rules]]` entry; null for `[otherwise]` and `failed`. */
+  rule: number | null;
+  /** One per declared question, in the file's order; empty when `failed`. */
+  answers: JudgeAnswer[];
+  /** `usage.input_tokens` of the Jev answer, 0 when absent. */
+  jevTokens: number;
+  /** `judge: kind=research/0.99/0.98 rule=5 routed to=agent_3` (no message text). */
+  logLine: string;
+}
+
+export interface RouteOptions {
+  /** Fixed answers: the text of a Jev response. No call is made. */
+  answers?: string;
+  /** The scorer that makes the one Jev call (default: the pruner's); `'offline'` cannot judge. */
+  scorer?: ScorerOption;
+  /** Cancels the Jev call (the decision is then `failed`, `cancelled`). */
+  signal?: AbortSignal;
+  /** The Jev model named in the body (default: the scorer's `jevModel`). */
+  jevModel?: string;
+  /** Where the `judge:` line goes (default: stderr). */
+  log?: (line: string) => void;
+  /** The rules file's name in `RulesError` messages (default `rules`). */
+  rulesFile?: string;
+}
+
+/** One problem of a rules file (1-based line and column, in characters). */
+export interface LoadError {
+  line: number;
+  column: number;
+  message: string;
+}
+
+/** An invalid rules file: every problem, in line order; the message has one `FILE:LINE:COL: message` line each. */
+export declare class RulesError extends Error {
+  readonly file: string;
+  readonly errors: LoadError[];
+}
+
+/** `FILE:LINE:COLUMN: message\n` per problem. */
+export declare function renderLoadErrors(file: string, errors: LoadError[]): string;
+
 export declare class Pruner {
   private constructor();
   /** Loads and compiles the component (once per process and limit). */
@@ -236,6 +305,12 @@ export declare class Pruner {
   omittedTool(lang?: Lang): ToolSpec;
   /** The paragraphs of `text` exactly as pruning splits it. */
   paragraphs(text: string): ParagraphInfo[];
+  /**
+   * The judge router: where `message` goes by the rules file's text. With
+   * `answers` no call is made; else one non-blocking Jev call via the scorer.
+   * Rejects with a `RulesError` for an invalid rules file.
+   */
+  route(rules: string, message: string, options?: RouteOptions): Promise<Decision>;
 }
 
 export declare class Turn {

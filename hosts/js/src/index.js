@@ -209,6 +209,100 @@ function logLabel(s) {
   return Array.from(s, (ch) => (/[\s=\p{Cc}]/u.test(ch) ? '_' : ch)).join('');
 }
 
+/**
+ * Asks `scorer` for `request` without blocking the event loop, within the
+ * request's deadline (capped by `deadlineCapMs`); any of `signals` cancels.
+ * Always resolves to a response in the shape jco lowers.
+ */
+async function scoreRequest(scorer, request, signals, deadlineCapMs) {
+  signals = signals.filter(Boolean);
+  const start = performance.now();
+  const elapsed = () => u32(performance.now() - start, 0);
+  const cancelled = () => ({ answers: { tag: 'err', val: 'cancelled' }, elapsedMs: elapsed() });
+  if (signals.some((s) => s.aborted)) return cancelled();
+  const controller = new AbortController();
+  const scorerSignal = AbortSignal.any([...signals, controller.signal]);
+  let budget = request.policy.deadlineMs;
+  if (Number.isFinite(deadlineCapMs)) budget = Math.min(budget, deadlineCapMs);
+  let timer;
+  let onAbort;
+  const stopped = new Promise((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), budget);
+    onAbort = () => resolve('cancelled');
+    for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
+  });
+  const scored = (async () => {
+    if (typeof scorer.score === 'function') {
+      return scorer.score(request, { signal: scorerSignal });
+    }
+    return scorer.scoreSync(request);
+  })().then(
+    (response) => ({ response }),
+    () => ({ response: failedAll(request) }),
+  );
+  try {
+    const first = await Promise.race([scored, stopped]);
+    // Cancellation wins over the deadline and over late answers (SPEC §11).
+    if (signals.some((s) => s.aborted)) return cancelled();
+    if (first === 'timeout') return { answers: { tag: 'err', val: 'timeout' }, elapsedMs: elapsed() };
+    if (first === 'cancelled') return cancelled();
+    return normalizeResponse(first.response, request, elapsed());
+  } finally {
+    clearTimeout(timer);
+    for (const s of signals) s.removeEventListener('abort', onAbort);
+    controller.abort();
+  }
+}
+
+// ----- the judge router (wit/judge.wit) -----
+
+/**
+ * A rules file the guest refused: `errors` holds every problem in line
+ * order; the message has one `FILE:LINE:COL: message` line per problem.
+ */
+export class RulesError extends Error {
+  constructor(file, errors) {
+    super(renderLoadErrors(file, errors).trimEnd());
+    this.name = 'RulesError';
+    this.file = file;
+    this.errors = errors;
+  }
+}
+
+/** `FILE:LINE:COLUMN: message`, one line (with its newline) per problem. */
+export function renderLoadErrors(file, errors) {
+  return errors.map((e) => `${file}:${e.line}:${e.column}: ${e.message}\n`).join('');
+}
+
+function loadErrors(error) {
+  const payload = error?.payload;
+  if (Array.isArray(payload) && payload.every((e) => e && typeof e.line === 'number' && typeof e.message === 'string')) {
+    return payload.map((e) => ({ line: e.line, column: e.column, message: e.message }));
+  }
+  return null;
+}
+
+function decision(d) {
+  const v = d.verdict;
+  return {
+    verdict: v.tag,
+    to: v.tag === 'routed' ? Array.from(v.val) : null,
+    note: v.tag === 'returned' ? (v.val ?? null) : null,
+    reason: v.tag === 'failed' ? v.val : null,
+    rule: d.rule ?? null,
+    answers: d.answers.map((a) => ({
+      question: a.question,
+      kind: a.kind,
+      value: a.value ?? null,
+      p: a.p,
+      margin: a.margin ?? null,
+      mean: a.mean ?? null,
+    })),
+    jevTokens: Number(d.jevTokens),
+    logLine: d.logLine,
+  };
+}
+
 // ----- the public API -----
 
 /**
@@ -280,6 +374,82 @@ export class Pruner {
     return this.#callOrThrow((api) => api.paragraphs(text)).map((p) => ({ ...p }));
   }
 
+  /**
+   * The judge router (README "Judge router", `wit/judge.wit`): decides where
+   * `message` goes with the rules file's text `rules`. With `answers` (the
+   * text of a Jev response) no call is made (the `route` export); otherwise
+   * the one Jev call goes to `scorer` (default: the pruner's) through the
+   * `judge-job` resource, awaited without blocking. Writes the `judge:` line
+   * to `log` (stderr). Throws a `RulesError` for an invalid rules file.
+   */
+  async route(rules, message, options = {}) {
+    if (typeof rules !== 'string') throw new TypeError('toolprune: rules must be a string (the TOML text)');
+    if (typeof message !== 'string') throw new TypeError('toolprune: message must be a string');
+    const { answers, scorer, signal, jevModel, log = defaultLog, rulesFile = 'rules', deadlineCapMs } = options ?? {};
+    if (answers !== undefined && answers !== null && typeof answers !== 'string') {
+      throw new TypeError('toolprune: answers must be a string (the text of a Jev response)');
+    }
+    if (typeof log !== 'function') throw new TypeError('toolprune: log must be a function');
+    const settle = (answer) => {
+      if (answer.ok) {
+        if (answer.value.errors) throw new RulesError(rulesFile, answer.value.errors);
+        const d = decision(answer.value.decision);
+        log(d.logLine);
+        return d;
+      }
+      log(`judge: rule=- failed reason=${answer.failure.reason}`);
+      const error = new Error(`toolprune: the component failed (${answer.failure.reason}): ${answer.failure.message}`);
+      error.reason = answer.failure.reason;
+      throw error;
+    };
+    const guarded = (fn) => (api, instance) => {
+      try {
+        return fn(instance.judge, instance);
+      } catch (error) {
+        const errors = loadErrors(error);
+        if (errors) return { errors };
+        throw error;
+      }
+    };
+    if (typeof answers === 'string') {
+      const model = typeof jevModel === 'string' ? jevModel : undefined;
+      return settle(this.#call(guarded((judge) => ({ decision: judge.route(rules, message, model, answers) }))));
+    }
+    const s = scorer === undefined ? this.#scorer : checkScorer(scorer);
+    if (s.offline) {
+      throw new TypeError("toolprune: route needs `answers` or a Jev scorer (jevScorer(...)); the offline scorer cannot judge");
+    }
+    const model = typeof jevModel === 'string' ? jevModel : typeof s.jevModel === 'string' ? s.jevModel : undefined;
+    const load = (judge) => {
+      const job = judge.JudgeJob.load(rules, message, model);
+      try {
+        return { job, request: job.scoringRequest() };
+      } catch (error) {
+        dispose(job);
+        throw error;
+      }
+    };
+    const started = this.#call(guarded(load));
+    if (!started.ok || started.value.errors) return settle(started);
+    const { job, request } = started.value;
+    const response = await scoreRequest(s, request, [signal], deadlineCapMs);
+    return settle(
+      this.#call(
+        guarded((judge, instance) => {
+          // The instance was replaced meanwhile (a trap elsewhere): the same
+          // rules and message load the same job on the new one.
+          const live = instance === started.instance ? job : load(judge).job;
+          if (live !== job) dispose(job);
+          try {
+            return { decision: live.finish(response) };
+          } finally {
+            dispose(live);
+          }
+        }),
+      ),
+    );
+  }
+
   #callOrThrow(fn) {
     const answer = this.#call(fn);
     if (!answer.ok) {
@@ -331,6 +501,7 @@ export class Pruner {
       },
     );
     instance.api = root.pruner;
+    instance.judge = root.judge;
     return instance;
   }
 
@@ -534,44 +705,8 @@ export class Turn {
     return this.#settle(r, this.#call((api) => api.prune(input), scorer.offline ? null : scorer));
   }
 
-  async #score(request, callSignal) {
-    const signals = [this.#options.signal, callSignal].filter(Boolean);
-    const start = performance.now();
-    const elapsed = () => u32(performance.now() - start, 0);
-    const cancelled = () => ({ answers: { tag: 'err', val: 'cancelled' }, elapsedMs: elapsed() });
-    if (signals.some((s) => s.aborted)) return cancelled();
-    const controller = new AbortController();
-    const scorerSignal = AbortSignal.any([...signals, controller.signal]);
-    let budget = request.policy.deadlineMs;
-    if (Number.isFinite(this.#options.deadlineCapMs)) budget = Math.min(budget, this.#options.deadlineCapMs);
-    let timer;
-    let onAbort;
-    const stopped = new Promise((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), budget);
-      onAbort = () => resolve('cancelled');
-      for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
-    });
-    const scored = (async () => {
-      if (typeof this.#scorer.score === 'function') {
-        return this.#scorer.score(request, { signal: scorerSignal });
-      }
-      return this.#scorer.scoreSync(request);
-    })().then(
-      (response) => ({ response }),
-      () => ({ response: failedAll(request) }),
-    );
-    try {
-      const first = await Promise.race([scored, stopped]);
-      // Cancellation wins over the deadline and over late answers (SPEC §11).
-      if (signals.some((s) => s.aborted)) return cancelled();
-      if (first === 'timeout') return { answers: { tag: 'err', val: 'timeout' }, elapsedMs: elapsed() };
-      if (first === 'cancelled') return cancelled();
-      return normalizeResponse(first.response, request, elapsed());
-    } finally {
-      clearTimeout(timer);
-      for (const s of signals) s.removeEventListener('abort', onAbort);
-      controller.abort();
-    }
+  #score(request, callSignal) {
+    return scoreRequest(this.#scorer, request, [this.#options.signal, callSignal], this.#options.deadlineCapMs);
   }
 
   /**

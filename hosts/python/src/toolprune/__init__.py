@@ -16,6 +16,7 @@ limits and fail-open.
 """
 
 from .jev import JevScorer
+from .judge import Decision, JudgeAnswer, LoadError, RulesError, render_load_errors
 from .pruner import Pruner, Turn, stderr_log
 from .scorers import AsyncScorer, CancelToken, OfflineScorer, Scorer, ScriptedScorer, StubScorer
 from .types import (
@@ -50,12 +51,15 @@ __all__ = [
     "BatchFailure",
     "CancelToken",
     "Counts",
+    "Decision",
     "Failed",
     "GuestError",
     "GuestFailure",
     "JevResponse",
     "JevScorer",
+    "JudgeAnswer",
     "Limits",
+    "LoadError",
     "OfflineScorer",
     "OmittedResult",
     "ParagraphInfo",
@@ -63,6 +67,7 @@ __all__ = [
     "Pruned",
     "Pruner",
     "Report",
+    "RulesError",
     "Scorer",
     "Scores",
     "ScoringRequest",
@@ -73,5 +78,6 @@ __all__ = [
     "ToolSpec",
     "TransportPolicy",
     "Turn",
+    "render_load_errors",
     "stderr_log",
 ]

@@ -65,6 +65,13 @@ EXPORTS = (
     "omitted-tool",
     "paragraphs",
 )
+JUDGE_INTERFACE = "toolprune:pruner/judge@0.1.0"
+JUDGE_EXPORTS = (
+    "route",
+    "[static]judge-job.load",
+    "[method]judge-job.scoring-request",
+    "[method]judge-job.finish",
+)
 ENV_WASM = "TOOLPRUNE_WASM"
 
 
@@ -333,6 +340,14 @@ class Compiled:
             index = self.component.get_export_index(name, iface)
             if index is None:
                 raise ValueError(f"{path}: the component does not export {INTERFACE}#{name}")
+            self.exports[name] = index
+        judge = self.component.get_export_index(JUDGE_INTERFACE)
+        if judge is None:
+            raise ValueError(f"{path}: the component does not export {JUDGE_INTERFACE}; rebuild it")
+        for name in JUDGE_EXPORTS:
+            index = self.component.get_export_index(name, judge)
+            if index is None:
+                raise ValueError(f"{path}: the component does not export {JUDGE_INTERFACE}#{name}")
             self.exports[name] = index
         self._check_contract()
 

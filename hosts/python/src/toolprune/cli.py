@@ -5,6 +5,7 @@ same flags and the same outputs.
                               [--scorer offline|stub] [--tool NAME] [--agent NAME]
                               [--json] [FILE|-]
     python -m toolprune split [--json] [FILE|-]
+    python -m toolprune route --rules FILE --message TEXT [--answers FILE] [--json]
 
 ``prune`` writes the body for the model to stdout byte for byte and the
 ``tool prune:`` line to stderr; ``--json`` prints the report instead (the
@@ -12,6 +13,11 @@ Rust CLI's JSON, byte for byte). Exit codes: 0 done (also when the input
 passed through unchanged), 1 the input or the component could not be read,
 2 usage. Input that is not UTF-8 is written back unchanged with a warning.
 The component comes from ``$TOOLPRUNE_WASM`` or the installed package.
+
+``route`` is the judge router: the decision to stdout, the ``judge:`` line to
+stderr, as the Rust CLI's ``toolprune route``. Exit codes: 0 routed or
+returned, 3 failed (Jev could not judge), 2 an invalid rules file or usage,
+1 a file or the component failed.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import unicodedata
 from decimal import Decimal
 from typing import Any, List, Optional, Sequence
 
+from .jev import JevScorer
+from .judge import Decision, RulesError, render_load_errors, summary
 from .pruner import Pruner, stderr_log
 from .types import GuestError, ParagraphInfo, Pruned
 
@@ -63,6 +71,20 @@ def _parser() -> argparse.ArgumentParser:
     split = commands.add_parser("split", help="show the paragraphs exactly as pruning splits the document")
     split.add_argument("--json", action="store_true", help="print JSON instead of a table")
     split.add_argument("file", nargs="?", help="the document; `-` or nothing reads stdin")
+    route = commands.add_parser(
+        "route",
+        help="decide where a message goes with a rules file (the judge router)",
+        description="Decide where a message goes with a rules file (the judge router): "
+        "the decision to stdout, the `judge:` line to stderr.",
+    )
+    route.add_argument("--rules", required=True, help="the rules file (TOML: [questions.NAME], [[rules]], [otherwise])")
+    route.add_argument("--message", required=True, help="the message to judge (never logged)")
+    route.add_argument(
+        "--answers",
+        help="fixed Jev answers (the text of a Jev response), so no call is made; "
+        "without it, Jev is called once with the TOOLPRUNE_JEV_* settings",
+    )
+    route.add_argument("--json", action="store_true", help="print the decision, the answers and the log line as JSON")
     return parser
 
 
@@ -282,15 +304,67 @@ def _split(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_text(path: str, what: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8")
+    except OSError as err:
+        detail = f"{err.strerror} (os error {err.errno})" if err.errno else str(err)
+        raise _Failure(f"cannot read the {what} {path}: {detail}") from err
+    except UnicodeDecodeError as err:
+        raise _Failure(f"cannot read the {what} {path}: stream did not contain valid UTF-8") from err
+
+
+def _sorted(value: Any) -> Any:
+    """serde_json's ``json!`` objects print their keys sorted."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def route_json(decision: Decision) -> str:
+    """``toolprune route --json``, byte for byte."""
+    return to_json(_sorted(decision.to_json())) + "\n"
+
+
+def _route(args: argparse.Namespace) -> int:
+    rules = _read_text(args.rules, "rules file")
+    answers = None
+    scorer: Any = "stub"  # never asked with fixed answers
+    if args.answers is not None:
+        answers = _read_text(args.answers, "answers file")
+    else:
+        try:
+            scorer = JevScorer.from_env()
+        except ValueError as err:
+            print(f"toolprune: route without --answers calls Jev, and {err}; or pass --answers FILE (fixed answers)", file=sys.stderr)
+            return 2
+    pruner = _load()
+    try:
+        decision = pruner.route(rules, args.message, answers, scorer, rules_file=args.rules)
+    except RulesError as err:
+        sys.stderr.write(render_load_errors(args.rules, err.errors))
+        return 2
+    except GuestError as err:
+        raise _Failure(f"the component failed: {err}") from err
+    out = route_json(decision) if args.json else summary(decision)
+    _write_stdout(out.encode("utf-8"))
+    return 3 if decision.verdict == "failed" else 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "prune":
             return _prune(args)
+        if args.command == "route":
+            return _route(args)
         return _split(args)
     except _Failure as err:
         print(f"toolprune: {err}", file=sys.stderr)
         return 1
 
 
-__all__ = ["main", "format_f64", "to_json", "prune_report", "split_report"]
+__all__ = ["main", "format_f64", "to_json", "prune_report", "split_report", "route_json"]

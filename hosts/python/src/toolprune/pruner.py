@@ -24,6 +24,7 @@ from typing import Any, Callable, List, Mapping, Optional, Set, Union
 
 from . import _engine
 from ._engine import CallError, Compiled, Instance
+from .judge import Decision, Judge
 from .scorers import CancelToken, OfflineScorer, Scorer, StubScorer
 from .types import (
     GuestError,
@@ -183,6 +184,67 @@ class Pruner:
         Raises :class:`GuestError`."""
         answer = self._inspect(lambda i: i.call("paragraphs", text))
         return [_engine.lift_paragraph_info(p) for p in answer]
+
+    def route(
+        self,
+        rules: str,
+        message: str,
+        answers: Optional[str] = None,
+        scorer: Optional[ScorerLike] = None,
+        *,
+        jev_model: Optional[str] = None,
+        log: Optional[LogSink] = None,
+        rules_file: str = "rules",
+    ) -> Decision:
+        """The judge router (README "Judge router"): where ``message`` goes by
+        the rules file's text ``rules``. With ``answers`` (the text of a Jev
+        response) no call is made; else the guest makes the one Jev call
+        through ``scorer`` (default: the pruner's; the offline scorer cannot
+        judge: :class:`TypeError`). Blocks while the scorer runs. Writes the
+        ``judge:`` line to ``log``.
+
+        Raises :class:`RulesError` (an invalid rules file: every problem, as
+        ``FILE:LINE:COL: message`` with ``rules_file``) or :class:`GuestError`.
+        """
+        judge, chosen, model = self._judge(rules, message, answers, scorer, jev_model, log, rules_file)
+        return judge.route(rules, message, answers, chosen, model)
+
+    async def route_async(
+        self,
+        rules: str,
+        message: str,
+        answers: Optional[str] = None,
+        scorer: Optional[ScorerLike] = None,
+        *,
+        jev_model: Optional[str] = None,
+        log: Optional[LogSink] = None,
+        rules_file: str = "rules",
+    ) -> Decision:
+        """:meth:`route` without blocking the event loop: the ``judge-job``
+        resource (load, the scorer's ``score_async`` awaited, finish); the
+        guest's steps run in a worker thread. Same decisions and log line."""
+        judge, chosen, model = self._judge(rules, message, answers, scorer, jev_model, log, rules_file)
+        return await judge.route_async(rules, message, answers, chosen, model)
+
+    def _judge(
+        self,
+        rules: str,
+        message: str,
+        answers: Optional[str],
+        scorer: Optional[ScorerLike],
+        jev_model: Optional[str],
+        log: Optional[LogSink],
+        rules_file: str,
+    ) -> Any:
+        if not isinstance(rules, str):
+            raise TypeError("rules must be a str (the TOML text)")
+        if not isinstance(message, str):
+            raise TypeError("message must be a str")
+        if answers is not None and not isinstance(answers, str):
+            raise TypeError("answers must be a str (the text of a Jev response)")
+        chosen = self.scorer if scorer is None else _resolve_scorer(scorer)
+        model = jev_model if jev_model is not None else getattr(chosen, "jev_model", None)
+        return Judge(self._compiled, self.limits, log or self.log, rules_file), chosen, model
 
 
 @dataclass

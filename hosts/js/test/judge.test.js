@@ -1,0 +1,167 @@
+// The judge router from Node: `pruner.route` with the fixed answers of
+// test/fixtures/judge (copies of examples/judge plus variations), through the
+// one-shot `route` export and through the `judge-job` resource with a scorer;
+// load errors; and `toolprune route` byte for byte against the Rust CLI
+// (live when target/debug/toolprune exists, else against expected.json,
+// which fixtures/judge/generate.sh wrote from it).
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { Pruner, RulesError } from '../src/index.js';
+
+const BIN = fileURLToPath(new URL('../bin/toolprune.mjs', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('./fixtures/judge/', import.meta.url));
+const RUST = fileURLToPath(new URL('../../../target/debug/toolprune', import.meta.url));
+const fixture = (name) => readFileSync(`${FIXTURES}${name}`, 'utf8');
+const RULES = fixture('rules.toml');
+const EXPECTED = JSON.parse(fixture('expected.json'));
+const MESSAGE = 'Compare the pricing of three CI services';
+
+const pruner = await Pruner.load();
+
+async function route(answersFile, options = {}) {
+  const lines = [];
+  const d = await pruner.route(options.rules ?? RULES, MESSAGE, { answers: fixture(answersFile), log: (l) => lines.push(l), ...options });
+  assert.deepEqual(lines, [d.logLine]);
+  return d;
+}
+
+test('the example rules file is examples/judge', () => {
+  const examples = fileURLToPath(new URL('../../../examples/judge/', import.meta.url));
+  assert.equal(RULES, readFileSync(`${examples}rules.toml`, 'utf8'));
+  assert.equal(fixture('answers.json'), readFileSync(`${examples}answers.json`, 'utf8'));
+});
+
+test('routed: the example answers route to agent_3 by rule 3', async () => {
+  const d = await route('answers.json');
+  assert.deepEqual(d, {
+    verdict: 'routed',
+    to: ['agent_3'],
+    note: null,
+    reason: null,
+    rule: 3,
+    answers: [
+      { question: 'risky', kind: 'noul', value: null, p: 0.03, margin: null, mean: null },
+      { question: 'kind', kind: 'choice', value: 'research', p: 0.99, margin: 0.98, mean: null },
+      { question: 'size', kind: 'score', value: '1', p: 0.8, margin: 0.65, mean: 1.25 },
+    ],
+    jevTokens: 534,
+    logLine: 'judge: risky=0.03 kind=research/0.99/0.98 size=1/0.80/0.65 size.mean=1.25 rule=3 routed to=agent_3',
+  });
+});
+
+test('routed to several targets (fan out)', async () => {
+  const d = await route('fanout.json');
+  assert.equal(d.verdict, 'routed');
+  assert.deepEqual(d.to, ['agent_3', 'agent_10']);
+  assert.equal(d.rule, 2);
+});
+
+test('returned, with the rule\'s note', async () => {
+  const d = await route('returned.json');
+  assert.equal(d.verdict, 'returned');
+  assert.equal(d.rule, 1);
+  assert.equal(d.note, 'Contains an operation that cannot be undone: not routed');
+  assert.equal(d.to, null);
+});
+
+test('otherwise: no rule holds', async () => {
+  const d = await route('otherwise.json');
+  assert.equal(d.verdict, 'returned');
+  assert.equal(d.rule, null);
+  assert.equal(d.note, null);
+  assert.match(d.logLine, / rule=otherwise returned$/);
+});
+
+test('failed is never otherwise', async () => {
+  const d = await route('no-answer.json');
+  assert.deepEqual({ verdict: d.verdict, reason: d.reason, rule: d.rule, answers: d.answers }, { verdict: 'failed', reason: 'no-answer', rule: null, answers: [] });
+});
+
+test('a load error lists each FILE:LINE:COL message', async () => {
+  const lines = [];
+  await assert.rejects(
+    pruner.route(fixture('invalid.toml'), MESSAGE, { answers: fixture('answers.json'), rulesFile: 'invalid.toml', log: (l) => lines.push(l) }),
+    (error) => {
+      assert.ok(error instanceof RulesError);
+      assert.equal(error.errors.length, 2);
+      assert.deepEqual(error.errors[0], { line: 7, column: 17, message: 'rule 1: `kind` has no option `c` (options: a, b)' });
+      const expected = EXPECTED.find((c) => c.name === 'load-error').stderr;
+      assert.equal(`${error.message}\n`, expected);
+      return true;
+    },
+  );
+  assert.deepEqual(lines, []);
+});
+
+describe('the judge-job resource with a scorer', () => {
+  test('one Jev call: the request carries the judge body, the answer decides', async () => {
+    const requests = [];
+    const scorer = {
+      name: 'jev',
+      jevModel: 'jev-test',
+      async score(request, { signal }) {
+        assert.ok(signal instanceof AbortSignal);
+        requests.push(request);
+        await new Promise((r) => setTimeout(r, 5));
+        return { answers: [{ jevResponse: fixture('answers.json') }] };
+      },
+    };
+    const viaJob = await pruner.route(RULES, MESSAGE, { scorer, log: () => {} });
+    const fixed = await route('answers.json');
+    assert.deepEqual(viaJob, fixed);
+    assert.equal(requests.length, 1);
+    assert.equal(requests[0].batches.length, 1);
+    const body = JSON.parse(requests[0].batches[0].jevBody);
+    assert.deepEqual(body.state, { message: MESSAGE });
+    assert.deepEqual(Object.keys(body.questions), ['risky', 'kind', 'size']);
+    assert.equal(body.model, 'jev-test');
+  });
+
+  test('an HTTP failure is failed, a cancelled call is failed cancelled', async () => {
+    const http = await pruner.route(RULES, MESSAGE, { scorer: { name: 'jev', score: async () => ({ answers: [{ failed: { http: 503 } }] }) }, log: () => {} });
+    assert.equal(http.verdict, 'failed');
+    assert.equal(http.reason, 'http-5xx');
+    const controller = new AbortController();
+    const never = { name: 'jev', score: (_r, { signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) };
+    const pending = pruner.route(RULES, MESSAGE, { scorer: never, signal: controller.signal, log: () => {} });
+    controller.abort();
+    const d = await pending;
+    assert.deepEqual([d.verdict, d.reason], ['failed', 'cancelled']);
+  });
+
+  test('a load error is thrown before any call', async () => {
+    let calls = 0;
+    const scorer = { name: 'jev', score: async () => { calls += 1; return { answers: [] }; } };
+    await assert.rejects(pruner.route(fixture('invalid.toml'), MESSAGE, { scorer, log: () => {} }), RulesError);
+    assert.equal(calls, 0);
+  });
+
+  test('the offline scorer cannot judge', async () => {
+    await assert.rejects(pruner.route(RULES, MESSAGE, { log: () => {} }), TypeError);
+  });
+});
+
+function run(command, args) {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd: FIXTURES, encoding: 'utf8', env: { ...process.env, TOOLPRUNE_JEV_TOKEN: '' } }, (error, stdout, stderr) => {
+      resolve({ code: error ? error.code : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('toolprune route matches the Rust CLI byte for byte', { concurrency: 4 }, () => {
+  const live = existsSync(RUST);
+  for (const c of EXPECTED) {
+    test(`${c.name} ${c.args.includes('--json') ? '--json' : 'text'}${live ? ' (live)' : ''}`, async () => {
+      const expected = live ? await run(RUST, c.args) : { code: c.code, stdout: c.stdout, stderr: c.stderr };
+      if (live) assert.deepEqual(expected, { code: c.code, stdout: c.stdout, stderr: c.stderr }, 'the fixture is stale: run fixtures/judge/generate.sh');
+      const got = await run(process.execPath, [BIN, ...c.args]);
+      assert.deepEqual(got, expected);
+    });
+  }
+});

@@ -1,0 +1,195 @@
+"""The judge router from Python: ``Pruner.route`` / ``route_async`` with the
+fixed answers of tests/fixtures/judge (copies of examples/judge plus
+variations), the ``judge-job`` resource with a scorer, load errors, and
+``python -m toolprune route`` byte for byte against the Rust CLI (live when
+target/debug/toolprune exists, else against expected.json, which
+fixtures/judge/generate.sh wrote from it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from toolprune import (
+    Decision,
+    Failed,
+    JevResponse,
+    JudgeAnswer,
+    LoadError,
+    Pruner,
+    RulesError,
+    ScoringRequest,
+    ScoringResponse,
+)
+
+from conftest import REPO, Log
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "judge"
+RUST = REPO / "target" / "debug" / "toolprune"
+MESSAGE = "Compare the pricing of three CI services"
+EXPECTED: List[Dict[str, Any]] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+RULES = fixture("rules.toml")
+
+
+def route(pruner: Pruner, answers_file: str, log: Log) -> Decision:
+    d = pruner.route(RULES, MESSAGE, fixture(answers_file), log=log)
+    assert log.lines == [d.log_line]
+    return d
+
+
+def test_the_fixture_is_examples_judge() -> None:
+    assert RULES == (REPO / "examples" / "judge" / "rules.toml").read_text(encoding="utf-8")
+    assert fixture("answers.json") == (REPO / "examples" / "judge" / "answers.json").read_text(encoding="utf-8")
+
+
+def test_routed(pruner: Pruner, log: Log) -> None:
+    d = route(pruner, "answers.json", log)
+    assert d == Decision(
+        verdict="routed",
+        to=["agent_3"],
+        note=None,
+        reason=None,
+        rule=3,
+        answers=[
+            JudgeAnswer("risky", "noul", None, 0.03, None, None),
+            JudgeAnswer("kind", "choice", "research", 0.99, 0.98, None),
+            JudgeAnswer("size", "score", "1", 0.8, 0.65, 1.25),
+        ],
+        jev_tokens=534,
+        log_line="judge: risky=0.03 kind=research/0.99/0.98 size=1/0.80/0.65 size.mean=1.25 rule=3 routed to=agent_3",
+    )
+
+
+def test_routed_to_several_targets(pruner: Pruner, log: Log) -> None:
+    d = route(pruner, "fanout.json", log)
+    assert (d.verdict, d.to, d.rule) == ("routed", ["agent_3", "agent_10"], 2)
+
+
+def test_returned_with_the_rules_note(pruner: Pruner, log: Log) -> None:
+    d = route(pruner, "returned.json", log)
+    assert (d.verdict, d.rule, d.to) == ("returned", 1, None)
+    assert d.note == "Contains an operation that cannot be undone: not routed"
+
+
+def test_otherwise(pruner: Pruner, log: Log) -> None:
+    d = route(pruner, "otherwise.json", log)
+    assert (d.verdict, d.rule, d.note) == ("returned", None, None)
+    assert d.log_line.endswith(" rule=otherwise returned")
+
+
+def test_failed_is_never_otherwise(pruner: Pruner, log: Log) -> None:
+    d = route(pruner, "no-answer.json", log)
+    assert (d.verdict, d.reason, d.rule, d.answers) == ("failed", "no-answer", None, [])
+
+
+def test_a_load_error_lists_each_file_line_col_message(pruner: Pruner, log: Log) -> None:
+    with pytest.raises(RulesError) as caught:
+        pruner.route(fixture("invalid.toml"), MESSAGE, fixture("answers.json"), log=log, rules_file="invalid.toml")
+    assert caught.value.errors[0] == LoadError(7, 17, "rule 1: `kind` has no option `c` (options: a, b)")
+    assert len(caught.value.errors) == 2
+    expected = next(c for c in EXPECTED if c["name"] == "load-error")["stderr"]
+    assert str(caught.value) + "\n" == expected
+    assert log.lines == []
+
+
+class JudgeScorer:
+    """A Jev stand-in: answers the one batch with a fixed Jev response."""
+
+    name = "jev"
+    jev_model = "jev-test"
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+        self.requests: List[ScoringRequest] = []
+
+    def score(self, request: ScoringRequest) -> ScoringResponse:
+        self.requests.append(request)
+        return ScoringResponse.answered([JevResponse(self.body)], 3)
+
+
+class AsyncJudgeScorer(JudgeScorer):
+    async def score_async(self, request: ScoringRequest) -> ScoringResponse:
+        await asyncio.sleep(0.005)
+        return self.score(request)
+
+
+def check_request(request: ScoringRequest) -> None:
+    assert len(request.batches) == 1
+    body = json.loads(request.batches[0].jev_body)
+    assert body["state"] == {"message": MESSAGE}
+    assert list(body["questions"]) == ["risky", "kind", "size"]
+    assert body["model"] == "jev-test"
+
+
+def test_a_scorer_through_the_route_export(pruner: Pruner, log: Log) -> None:
+    scorer = JudgeScorer(fixture("answers.json"))
+    d = pruner.route(RULES, MESSAGE, scorer=scorer, log=log)
+    assert d == route(pruner, "answers.json", Log())
+    check_request(scorer.requests[0])
+
+
+def test_async_with_a_scorer_uses_the_judge_job(pruner: Pruner, log: Log) -> None:
+    scorer = AsyncJudgeScorer(fixture("answers.json"))
+    d = asyncio.run(pruner.route_async(RULES, MESSAGE, scorer=scorer, log=log))
+    assert d == route(pruner, "answers.json", Log())
+    assert log.lines == [d.log_line]
+    assert len(scorer.requests) == 1
+    check_request(scorer.requests[0])
+
+
+def test_async_with_fixed_answers_and_failures(pruner: Pruner) -> None:
+    async def run() -> List[Decision]:
+        fixed = await pruner.route_async(RULES, MESSAGE, fixture("otherwise.json"), log=Log())
+
+        class Down(JudgeScorer):
+            def score(self, request: ScoringRequest) -> ScoringResponse:
+                return ScoringResponse.answered([Failed.http(503)], 1)
+
+        down = await pruner.route_async(RULES, MESSAGE, scorer=Down(""), log=Log())
+        return [fixed, down]
+
+    fixed, down = asyncio.run(run())
+    assert (fixed.verdict, fixed.rule) == ("returned", None)
+    assert (down.verdict, down.reason) == ("failed", "http-5xx")
+
+
+def test_async_load_error_before_any_call(pruner: Pruner) -> None:
+    scorer = AsyncJudgeScorer("")
+    with pytest.raises(RulesError):
+        asyncio.run(pruner.route_async(fixture("invalid.toml"), MESSAGE, scorer=scorer, log=Log()))
+    assert scorer.requests == []
+
+
+def test_the_offline_scorer_cannot_judge(pruner: Pruner) -> None:
+    with pytest.raises(TypeError):
+        pruner.route(RULES, MESSAGE, log=Log())
+
+
+def run(command: List[str]) -> Dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPRUNE_JEV_")}
+    r = subprocess.run(command, cwd=FIXTURES, capture_output=True, env=env)
+    return {"code": r.returncode, "stdout": r.stdout.decode("utf-8"), "stderr": r.stderr.decode("utf-8")}
+
+
+@pytest.mark.parametrize("case", EXPECTED, ids=[f"{c['name']}-{'json' if '--json' in c['args'] else 'text'}" for c in EXPECTED])
+def test_cli_route_matches_the_rust_cli(case: Dict[str, Any]) -> None:
+    fixture_output = {"code": case["code"], "stdout": case["stdout"], "stderr": case["stderr"]}
+    if RUST.exists():
+        expected = run([str(RUST), *case["args"]])
+        assert expected == fixture_output, "the fixture is stale: run fixtures/judge/generate.sh"
+    else:
+        expected = fixture_output
+    assert run([sys.executable, "-m", "toolprune", *case["args"]]) == expected
