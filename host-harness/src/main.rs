@@ -179,10 +179,13 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
     let setup = match cli_jev::prune_setup(named, args.threshold) {
         Ok(setup) => setup,
         Err(usage) => {
-            eprintln!("toolprune: {usage}");
+            // A usage error, but no text is lost: the input goes through unchanged.
+            write_stdout(text.as_bytes())?;
+            eprintln!("toolprune: {usage}; the text was passed through unchanged");
             return Ok(ExitCode::from(2));
         }
     };
+    let requested_threshold = setup.threshold;
     let scorer = setup.scorer;
     let mut options = TurnOptions::new(args.request);
     options.threshold = setup.threshold;
@@ -195,6 +198,15 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
     options.enabled = setup.enabled;
     let mut turn = Turn::new(pruner()?, scorer.clone(), options);
     let pruned = turn.on_tool_result(ToolResult::prunable(args.tool, text));
+    if let Some(report) = &pruned.report {
+        // The guest decides the fallback (SPEC §6); the CLI only says it happened.
+        if report.threshold != requested_threshold {
+            eprintln!(
+                "toolprune: warning: threshold {requested_threshold} is not a supported value; {} was used",
+                report.threshold
+            );
+        }
+    }
     if args.json {
         let report = prune_report(&pruned, scorer.name());
         let mut out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;

@@ -115,3 +115,14 @@ fn split_lists_the_paragraphs_as_the_guest_sees_them() {
         "a header and one line per paragraph"
     );
 }
+
+#[test]
+fn an_unsupported_threshold_falls_back_to_0_2_and_says_so() {
+    let out = toolprune(&["prune", "--threshold", "0.25", "--request", REQUEST, TRANSPORTS], b"");
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).expect("utf-8");
+    assert!(stderr.contains(" threshold=0.2 "), "{stderr}");
+    assert!(stderr.contains("warning: threshold 0.25 is not a supported value; 0.2 was used"), "{stderr}");
+    let out = toolprune(&["prune", "--threshold", "0.3", "--request", REQUEST, TRANSPORTS], b"");
+    assert!(!String::from_utf8(out.stderr).expect("utf-8").contains("warning"));
+}

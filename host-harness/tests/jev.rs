@@ -674,6 +674,8 @@ fn cli_uses_jev_by_default_when_credentials_are_present_and_offline_otherwise() 
     let out = run(&["prune", "--scorer", "jev", "--request", &request, &file_path(TRANSPORTS)], &env);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("TOOLPRUNE_JEV_ACCOUNT_ID"));
+    // Fail-open even so: the text goes through unchanged.
+    assert_eq!(out.stdout, std::fs::read(file_path(TRANSPORTS)).expect("corpus"));
 }
 
 #[test]
