@@ -1,9 +1,9 @@
 // The judge router from Node: `pruner.route` with the fixed answers of
-// test/fixtures/judge (copies of examples/judge plus variations), through the
+// tests/vectors/judge (copies of examples/judge plus variations), through the
 // one-shot `route` export and through the `judge-job` resource with a scorer;
 // load errors; and `toolprune route` byte for byte against the Rust CLI
 // (live when target/debug/toolprune exists, else against expected.json,
-// which fixtures/judge/generate.sh wrote from it).
+// which tests/vectors/judge/generate.sh wrote from it).
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { Pruner, RulesError } from '../src/index.js';
 
 const BIN = fileURLToPath(new URL('../bin/toolprune.mjs', import.meta.url));
-const FIXTURES = fileURLToPath(new URL('./fixtures/judge/', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('../../../tests/vectors/judge/', import.meta.url));
 const RUST = fileURLToPath(new URL('../../../target/debug/toolprune', import.meta.url));
 const fixture = (name) => readFileSync(`${FIXTURES}${name}`, 'utf8');
 const RULES = fixture('rules.toml');
@@ -159,7 +159,7 @@ describe('toolprune route matches the Rust CLI byte for byte', { concurrency: 4 
   for (const c of EXPECTED) {
     test(`${c.name} ${c.args.includes('--json') ? '--json' : 'text'}${live ? ' (live)' : ''}`, async () => {
       const expected = live ? await run(RUST, c.args) : { code: c.code, stdout: c.stdout, stderr: c.stderr };
-      if (live) assert.deepEqual(expected, { code: c.code, stdout: c.stdout, stderr: c.stderr }, 'the fixture is stale: run fixtures/judge/generate.sh');
+      if (live) assert.deepEqual(expected, { code: c.code, stdout: c.stdout, stderr: c.stderr }, 'the fixture is stale: run tests/vectors/judge/generate.sh');
       const got = await run(process.execPath, [BIN, ...c.args]);
       assert.deepEqual(got, expected);
     });

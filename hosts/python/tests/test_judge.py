@@ -1,9 +1,9 @@
 """The judge router from Python: ``Pruner.route`` / ``route_async`` with the
-fixed answers of tests/fixtures/judge (copies of examples/judge plus
+fixed answers of tests/vectors/judge (copies of examples/judge plus
 variations), the ``judge-job`` resource with a scorer, load errors, and
 ``python -m toolprune route`` byte for byte against the Rust CLI (live when
 target/debug/toolprune exists, else against expected.json, which
-fixtures/judge/generate.sh wrote from it)."""
+tests/vectors/judge/generate.sh wrote from it)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from toolprune import (
 
 from conftest import REPO, Log
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "judge"
+FIXTURES = REPO / "tests" / "vectors" / "judge"
 RUST = REPO / "target" / "debug" / "toolprune"
 MESSAGE = "Compare the pricing of three CI services"
 EXPECTED: List[Dict[str, Any]] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
@@ -189,7 +189,7 @@ def test_cli_route_matches_the_rust_cli(case: Dict[str, Any]) -> None:
     fixture_output = {"code": case["code"], "stdout": case["stdout"], "stderr": case["stderr"]}
     if RUST.exists():
         expected = run([str(RUST), *case["args"]])
-        assert expected == fixture_output, "the fixture is stale: run fixtures/judge/generate.sh"
+        assert expected == fixture_output, "the fixture is stale: run tests/vectors/judge/generate.sh"
     else:
         expected = fixture_output
     assert run([sys.executable, "-m", "toolprune", *case["args"]]) == expected
