@@ -124,6 +124,19 @@ pub fn decode_response(body: &str, indices: &[usize]) -> Result<Decoded, DecodeE
 /// Never 402 (out of credit) nor any other 4xx.
 pub const RETRY_ON: [(u16, u16); 2] = [(429, 429), (500, 599)];
 
+/// How every host must run the scorer's requests (SPEC §4.6, §11), for
+/// pruning and the judge alike: the numbers live here, not in the hosts.
+pub fn transport_policy() -> crate::component::toolprune::pruner::types::TransportPolicy {
+    use crate::limits;
+    crate::component::toolprune::pruner::types::TransportPolicy {
+        max_in_flight: limits::MAX_IN_FLIGHT,
+        deadline_ms: limits::DEADLINE_MS,
+        max_retries: limits::MAX_RETRIES,
+        retry_on: RETRY_ON.to_vec(),
+        retry_backoff_ms: limits::RETRY_BACKOFF_MS,
+    }
+}
+
 /// The class of a failed batch, for diagnosis (never the body).
 pub fn failure_class(status: Option<u16>) -> &'static str {
     match status {

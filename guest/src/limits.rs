@@ -20,6 +20,8 @@ pub const MAX_IN_FLIGHT: u32 = 4;
 pub const DEADLINE_MS: u32 = 20_000;
 /// SPEC §11: retries per batch on 429 / 5xx.
 pub const MAX_RETRIES: u32 = 1;
+/// Wait before a retry without a usable `Retry-After` (ms).
+pub const RETRY_BACKOFF_MS: u32 = 250;
 /// SPEC §7: the net reduction floor.
 pub const MIN_REDUCTION: f64 = 0.25;
 /// SPEC §6: the four thresholds and the default.

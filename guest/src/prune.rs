@@ -335,12 +335,7 @@ fn plan(input: &PruneInput, target: Target) -> Stage {
                 }
             })
             .collect(),
-        policy: TransportPolicy {
-            max_in_flight: limits::MAX_IN_FLIGHT,
-            deadline_ms: limits::DEADLINE_MS,
-            max_retries: limits::MAX_RETRIES,
-            retry_on: jev::RETRY_ON.to_vec(),
-        },
+        policy: jev::transport_policy(),
     };
     Stage::Score(Plan { target, paragraphs, batches, request })
 }

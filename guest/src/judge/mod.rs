@@ -173,12 +173,7 @@ impl Job {
                 chunks: Vec::new(),
                 jev_body: self.body(),
             }],
-            policy: TransportPolicy {
-                max_in_flight: limits::MAX_IN_FLIGHT,
-                deadline_ms: limits::DEADLINE_MS,
-                max_retries: limits::MAX_RETRIES,
-                retry_on: jev::RETRY_ON.to_vec(),
-            },
+            policy: jev::transport_policy(),
         }
     }
 

@@ -23,9 +23,6 @@ use super::config::{JevConfig, JevProblem, Route, Token};
 use crate::scorer::Scorer;
 use crate::types::{BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop};
 
-/// Wait before a retry when the answer had no usable `Retry-After`.
-const RETRY_BACKOFF: Duration = Duration::from_millis(250);
-
 /// One HTTP attempt of one batch, for `jev check` and tests. Never a body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attempt {
@@ -193,6 +190,7 @@ impl JevScorer {
             deadline,
             max_retries: policy.max_retries,
             retry_on: policy.retry_on.clone(),
+            retry_backoff: Duration::from_millis(u64::from(policy.retry_backoff_ms)),
             stop: Stop::default(),
         });
         let workers = (policy.max_in_flight.max(1) as usize).min(total);
@@ -311,6 +309,7 @@ struct Work {
     deadline: Instant,
     max_retries: u32,
     retry_on: Vec<(u16, u16)>,
+    retry_backoff: Duration,
     stop: Stop,
 }
 
@@ -401,7 +400,7 @@ impl Work {
             if retries >= self.max_retries || !self.retryable(status) {
                 return (BatchAnswer::Failed(Failure::Http(status)), attempts);
             }
-            let wait = retry_after.unwrap_or(RETRY_BACKOFF);
+            let wait = retry_after.unwrap_or(self.retry_backoff);
             let fits = Instant::now()
                 .checked_add(wait)
                 .is_some_and(|resume| resume < self.deadline);

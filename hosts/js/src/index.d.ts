@@ -38,6 +38,8 @@ export interface TransportPolicy {
   maxRetries: number;
   /** Inclusive status ranges that may be retried. */
   retryOn: Array<[number, number]>;
+  /** Wait before a retry without a usable `Retry-After`, in ms (the guest's number). */
+  retryBackoffMs: number;
 }
 
 /** Everything a scorer needs for one tool result: one call per result. */

@@ -25,9 +25,6 @@ const ROUTES = Object.freeze({
 
 const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
-/** Wait before a retry when the answer had no usable `Retry-After` (ms). */
-const RETRY_BACKOFF_MS = 250;
-
 /** A configuration that cannot send: the message says what to set. Never holds the token. */
 export class JevConfigError extends Error {
   constructor(message) {
@@ -183,7 +180,7 @@ export function jevScorer({
         }
       }
       // Never read a non-2xx body (it may echo request headers).
-      const wait = retryAfterMs(response) ?? RETRY_BACKOFF_MS;
+      const wait = retryAfterMs(response) ?? policy.retryBackoffMs;
       response.body?.cancel().catch(() => {});
       lastStatus = status;
       if (retries >= policy.maxRetries || !retryable(policy, status)) {

@@ -173,6 +173,7 @@ def lift_request(rec: Any) -> ScoringRequest:
             deadline_ms=_get(policy, "deadline-ms"),
             max_retries=_get(policy, "max-retries"),
             retry_on=[(int(lo), int(hi)) for lo, hi in _get(policy, "retry-on")],
+            retry_backoff_ms=_get(policy, "retry-backoff-ms"),
         ),
     )
 

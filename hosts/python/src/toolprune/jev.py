@@ -56,8 +56,6 @@ ENV_VARS = (
     "TOOLPRUNE_JEV_MODEL",
 )
 """The environment variables read by :meth:`JevScorer.from_env` (as the Rust host)."""
-RETRY_BACKOFF = 0.25
-"""Seconds before a retry when the answer had no usable ``Retry-After``."""
 USER_AGENT = "toolprune-python/0.1.0"
 
 
@@ -286,10 +284,10 @@ class JevScorer:
             return None, None, None
 
     @staticmethod
-    def _retry_wait(retry_after: Optional[str]) -> float:
+    def _retry_wait(retry_after: Optional[str], policy: TransportPolicy) -> float:
         if retry_after is not None and retry_after.strip().isdigit():
             return float(int(retry_after.strip()))
-        return RETRY_BACKOFF
+        return policy.retry_backoff_ms / 1000
 
     def _score_batch(self, jev_body: str, policy: TransportPolicy, run: _Run) -> BatchAnswer:
         body = jev_body.encode("utf-8")
@@ -307,7 +305,7 @@ class JevScorer:
             last = status
             if retries >= policy.max_retries or not policy.retryable(status):
                 return Failed.http(status)
-            wait = self._retry_wait(retry_after)
+            wait = self._retry_wait(retry_after, policy)
             if wait >= run.time_left() or run.stopped.wait(wait):
                 return Failed.http(status)
             retries += 1

@@ -59,6 +59,8 @@ class TransportPolicy:
     max_retries: int
     retry_on: List[Tuple[int, int]]
     """Inclusive status ranges that may be retried (429, 500–599)."""
+    retry_backoff_ms: int
+    """Wait before a retry without a usable ``Retry-After`` (ms; the guest's number)."""
 
     def retryable(self, status: int) -> bool:
         """Whether ``status`` is in one of the ``retry_on`` ranges."""
