@@ -124,8 +124,7 @@ pub fn assemble(raw: &str, units: &[Paragraph], drop: &[bool], lang: Lang, id: &
         let text = if first { marker::element_header(lang, totals, id, &run) } else { run };
         first = false;
         out.push_str(&raw[cursor..units[i].start]);
-        // Encoding a `&str` into memory cannot fail.
-        out.push_str(&serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".to_string()));
+        crate::json::push_str(&mut out, &text);
         cursor = units[last].end;
         i = last + 1;
     }

@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::json;
+
 /// The question's instructions; `{chunk}` is replaced by the chunk name
 /// (`p3`). Measured wording: a protocol constant (SPEC §5), frozen by a test.
 pub const INSTRUCTIONS: &str = "`chunks.{chunk}` の文章は、`request` の依頼に答えるために必要な情報を含むか。";
@@ -18,47 +20,58 @@ pub fn chunk_name(index: usize) -> String {
     format!("p{index}")
 }
 
-fn push_json_str(out: &mut String, s: &str) {
-    out.push_str(&serde_json::to_string(s).expect("a str always encodes"));
-}
-
 /// The request body of one batch (SPEC §5 wire shape). `model` is included
 /// only when given (native TypeSafe route; Cloudflare takes it from the URL).
 /// `chunks` are `(paragraph number, text)` in batch order; keys keep that order.
+///
+/// Strings are escaped by [`json::push_str`] straight into one buffer; the
+/// per-question parts (instructions, criteria) are escaped once per body, not
+/// once per paragraph (the encoding is part of every result's guest work,
+/// issue 6).
 pub fn encode_request(model: Option<&str>, basis: &str, chunks: &[(usize, &str)]) -> String {
     let size: usize = chunks.iter().map(|(_, t)| t.len() + 400).sum::<usize>() + basis.len() + 64;
     let mut out = String::with_capacity(size);
     out.push('{');
     if let Some(model) = model {
         out.push_str("\"model\":");
-        push_json_str(&mut out, model);
+        json::push_str(&mut out, model);
         out.push(',');
     }
     out.push_str("\"state\":{\"request\":");
-    push_json_str(&mut out, basis);
+    json::push_str(&mut out, basis);
     out.push_str(",\"chunks\":{");
     for (i, (index, text)) in chunks.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        push_json_str(&mut out, &chunk_name(*index));
+        json::push_str(&mut out, &chunk_name(*index));
         out.push(':');
-        push_json_str(&mut out, text);
+        json::push_str(&mut out, text);
     }
     out.push_str("}},\"questions\":{");
+    // The escaped instructions, cut where the chunk name goes (`{chunk}` and a
+    // chunk name `p3` read the same escaped as raw).
+    let instructions = json::string(INSTRUCTIONS);
+    let pieces: Vec<&str> = instructions.split("{chunk}").collect();
+    let mut criteria = String::from(",\"criteria\":{\"true\":");
+    json::push_str(&mut criteria, CRITERIA_TRUE);
+    criteria.push_str(",\"false\":");
+    json::push_str(&mut criteria, CRITERIA_FALSE);
+    criteria.push_str("}}");
     for (i, (index, _)) in chunks.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         let name = chunk_name(*index);
-        push_json_str(&mut out, &name);
+        json::push_str(&mut out, &name);
         out.push_str(":{\"type\":\"noul\",\"instructions\":");
-        push_json_str(&mut out, &INSTRUCTIONS.replace("{chunk}", &name));
-        out.push_str(",\"criteria\":{\"true\":");
-        push_json_str(&mut out, CRITERIA_TRUE);
-        out.push_str(",\"false\":");
-        push_json_str(&mut out, CRITERIA_FALSE);
-        out.push_str("}}");
+        for (k, piece) in pieces.iter().enumerate() {
+            if k > 0 {
+                out.push_str(&name);
+            }
+            out.push_str(piece);
+        }
+        out.push_str(&criteria);
     }
     out.push_str("}}");
     out

@@ -38,7 +38,9 @@ fn parse(arguments: &str) -> Result<Args, &'static str> {
     let v: Value = serde_json::from_str(arguments).map_err(|_| "arguments")?;
     let obj = v.as_object().ok_or("arguments")?;
     let id = match obj.get("id") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_uppercase(),
+        // Ids are `P` and digits: ASCII case folding is enough (`p2` finds `P2`),
+        // and leaves std's Unicode case tables out of the component.
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_ascii_uppercase(),
         _ => return Err("id"),
     };
     let from = index(obj.get("from")).ok_or("from")?;

@@ -11,13 +11,13 @@ use crate::component::exports::toolprune::pruner::pruner::{
     ScorerChoice, Shape, StoredResult,
 };
 use crate::component::toolprune::pruner::types::{
-    Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop, TransportPolicy,
+    Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop,
 };
 use crate::decide::{self, Verdict};
 use crate::split::{split, Paragraph};
 use crate::array::{self, JsonArray};
 use crate::wrapper::{self, Classified, Wrapper};
-use crate::{basis, batch, gates, jev, limits};
+use crate::{basis, batch, gates, jev};
 
 /// What was split: the raw text, a wrapper's decoded string, or the
 /// elements of a JSON array (spans in the raw text).
@@ -249,7 +249,7 @@ impl Job {
             None => "",
         };
         let ratio = match p.ratio {
-            Some(r) => format!("{r:.3}"),
+            Some(r) => crate::number::fixed(r, 3),
             None => "-".to_string(),
         };
         let scorer = match &self.input.scorer {
@@ -269,7 +269,7 @@ impl Job {
             c.calls,
             c.jev_tokens,
             c.ms,
-            p.threshold,
+            crate::number::fixed(p.threshold, 1),
             ratio,
             scorer
         )

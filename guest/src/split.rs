@@ -130,10 +130,7 @@ fn lines(text: &str) -> impl Iterator<Item = Line> + '_ {
             return None;
         }
         let start = pos;
-        let mut i = pos;
-        while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
-            i += 1;
-        }
+        let i = memchr::memchr2(b'\n', b'\r', &bytes[pos..]).map_or(bytes.len(), |n| pos + n);
         let content_end = i;
         let end = if i >= bytes.len() {
             i
@@ -149,7 +146,10 @@ fn lines(text: &str) -> impl Iterator<Item = Line> + '_ {
 
 /// `s` without leading spaces and tabs.
 fn skip_indent(s: &str) -> &str {
-    s.trim_start_matches([' ', '\t'])
+    // Bytes, not `trim_start_matches([' ', '\t'])`: this runs on every line,
+    // and the char-pattern searcher cost ≈ 3 % of a result's guest work.
+    let n = s.bytes().take_while(|&b| b == b' ' || b == b'\t').count();
+    &s[n..]
 }
 
 /// The rest of `s` after a list marker (`-`, `+`, `*`, or 1–9 digits then `.`

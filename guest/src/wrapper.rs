@@ -111,13 +111,9 @@ pub fn replace(raw: &str, wrapper: &Wrapper, value: &str) -> String {
     if wrapper.span.start > wrapper.span.end {
         return raw.to_owned();
     }
-    // Encoding a `&str` into memory cannot fail; keep the input if it ever did.
-    let Ok(encoded) = serde_json::to_string(value) else {
-        return raw.to_owned();
-    };
-    let mut out = String::with_capacity(before.len() + encoded.len() + after.len());
+    let mut out = String::with_capacity(before.len() + value.len() + 2 + after.len());
     out.push_str(before);
-    out.push_str(&encoded);
+    crate::json::push_str(&mut out, value);
     out.push_str(after);
     out
 }
@@ -298,7 +294,13 @@ fn consider(longest: &mut Option<Longest>, span: Range<usize>, value: String) {
 /// Decode the string literal at `span` (quotes included).
 fn decode(raw: &str, span: &Range<usize>) -> Result<String, GiveUp> {
     let literal = raw.get(span.clone()).ok_or(GiveUp::Malformed)?;
-    serde_json::from_str::<String>(literal).map_err(|_| GiveUp::Undecodable)
+    // Through `Value`, not `from_str::<String>`: a typed decode links serde's
+    // "invalid type: floating point …" message, and with it std's float
+    // formatting (≈ 17 KB of the component, issue 6).
+    match serde_json::from_str::<serde_json::Value>(literal) {
+        Ok(serde_json::Value::String(s)) => Ok(s),
+        _ => Err(GiveUp::Undecodable),
+    }
 }
 
 /// The index of the first byte at or after `i` that is not JSON whitespace.

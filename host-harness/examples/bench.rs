@@ -83,6 +83,10 @@ impl Wasm {
     fn new(fuel: bool) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.consume_fuel(fuel);
+        if std::env::var("BENCH_PERFMAP").is_ok() {
+            // `perf report` resolves the guest's functions through /tmp/perf-PID.map.
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
         let component = Component::new(&engine, toolprune_artifacts::component()).map_err(anyhow::Error::from)?;
         let mut linker = Linker::<State>::new(&engine);
@@ -195,6 +199,29 @@ fn main() -> anyhow::Result<()> {
 
     let fueled = Wasm::new(true)?;
     let unfueled = Wasm::new(false)?;
+
+    if std::env::var("BENCH_PROFILE_TURN").is_ok() {
+        // For `perf record`: only calls through `Turn::on_tool_result` (fresh instance each).
+        let pruner = toolprune_host::Pruner::shared()?;
+        for _ in 0..runs {
+            let mut options = toolprune_host::TurnOptions::new(REQUEST);
+            options.enabled = true;
+            let mut turn = toolprune_host::Turn::new(pruner, std::sync::Arc::new(toolprune_host::OfflineScorer), options)
+                .with_log(std::sync::Arc::new(toolprune_host::CapturedLog::new()));
+            turn.on_tool_result(toolprune_host::ToolResult::prunable("fetch", pep100k.as_str()));
+        }
+        return Ok(());
+    }
+
+    if std::env::var("BENCH_PROFILE_WASM").is_ok() {
+        // For `perf record`: only the fuel-off component's guest work on the PEP.
+        let input = host_input(&pep, false);
+        let (mut store, bindings) = unfueled.instantiate();
+        for _ in 0..runs {
+            unfueled.prune(&mut store, &bindings, &input);
+        }
+        return Ok(());
+    }
 
     println!("| measurement | wasmtime (fuel on) | wasmtime (fuel off) | native | ratio (fuel on / native) | goal |");
     println!("|---|---:|---:|---:|---:|---|");

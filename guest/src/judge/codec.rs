@@ -31,9 +31,7 @@ use serde_json::Value;
 use super::expr::Answer;
 use super::rules::{Kind, Question};
 
-fn push_json_str(out: &mut String, s: &str) {
-    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string()));
-}
+use crate::json::push_str as push_json_str;
 
 /// The request body: questions in the file's order, options and levels too.
 pub fn encode_request(model: Option<&str>, message: &str, questions: &[Question]) -> String {

@@ -13,19 +13,20 @@
 //! probability. Probabilities have two decimals, as Jev answers them.
 
 use super::expr::Answer;
+use crate::number::fixed;
 use super::Verdict;
 
 /// One answer as `name=…` (`kind=research/0.99/0.98`).
 pub fn answer(name: &str, answer: &Answer) -> String {
     match answer {
-        Answer::Choice { option, p, margin } => format!("{name}={option}/{p:.2}/{margin:.2}"),
-        Answer::Noul { p } => format!("{name}={p:.2}"),
+        Answer::Choice { option, p, margin } => format!("{name}={option}/{}/{}", fixed(*p, 2), fixed(*margin, 2)),
+        Answer::Noul { p } => format!("{name}={}", fixed(*p, 2)),
         Answer::Score {
             level,
             p,
             margin,
             mean,
-        } => format!("{name}={level}/{p:.2}/{margin:.2} {name}.mean={mean:.2}"),
+        } => format!("{name}={level}/{}/{} {name}.mean={}", fixed(*p, 2), fixed(*margin, 2), fixed(*mean, 2)),
     }
 }
 

@@ -24,9 +24,9 @@ use crate::component::exports::toolprune::pruner::judge::{
     Answer as WitAnswer, Decision, LoadError as WitLoadError, QuestionKind, Verdict as WitVerdict,
 };
 use crate::component::toolprune::pruner::types::{
-    Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop, TransportPolicy,
+    Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop,
 };
-use crate::{jev, limits};
+use crate::jev;
 
 pub use expr::Answer;
 pub use rules::{Action, LoadError, Rules};
