@@ -62,8 +62,10 @@ pub fn classify(raw: &str) -> Classified {
     // A leading byte-order mark is not JSON to serde_json, but a JSON body
     // behind one must not be split as text: classify what follows it and
     // keep spans relative to `raw`.
+    // One BOM only: a second U+FEFF is content (and recursing once per BOM
+    // would let a long run of them exhaust the guest's stack).
     if let Some(rest) = raw.strip_prefix('\u{FEFF}') {
-        return match classify(rest) {
+        return match classify_body(rest) {
             Classified::Wrapper(w) => {
                 let bom = raw.len() - rest.len();
                 Classified::Wrapper(Wrapper { span: w.span.start + bom..w.span.end + bom, value: w.value })
@@ -72,6 +74,11 @@ pub fn classify(raw: &str) -> Classified {
             other => other,
         };
     }
+    classify_body(raw)
+}
+
+/// [`classify`] of a text without its leading byte-order mark.
+fn classify_body(raw: &str) -> Classified {
     // Validating into `IgnoredAny` is iterative in serde_json (no recursion
     // limit, no stack growth), so deeply nested JSON is still JSON here.
     if serde_json::from_str::<serde::de::IgnoredAny>(raw).is_err() {
@@ -388,6 +395,16 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(super::classify("\u{FEFF}# title"), super::Classified::Text);
+    }
+
+    #[test]
+    fn only_one_byte_order_mark_is_skipped() {
+        // Found by fuzz/ (target `wrapper`): a second U+FEFF is content, so
+        // what follows is not JSON; a long run of them must not recurse.
+        let json = format!("{{\"content\": \"{}\"}}", "x".repeat(5_000));
+        assert_eq!(super::classify(&format!("\u{FEFF}\u{FEFF}{json}")), super::Classified::Text);
+        let many = format!("{}{json}", "\u{FEFF}".repeat(50_000));
+        assert_eq!(super::classify(&many), super::Classified::Text);
     }
 
     use super::*;
