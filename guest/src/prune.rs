@@ -126,11 +126,12 @@ impl Job {
                     ScoringStop::Timeout => Outcome::Timeout,
                     ScoringStop::Cancelled => Outcome::Cancelled,
                 };
-                let scoring = Scoring { ms, ..Scoring::none() };
+                let scoring = Scoring { ms, timed: true, ..Scoring::none() };
                 return self.unchanged(outcome, Some(shape), &plan.paragraphs, scoring, true);
             }
         };
         let mut scoring = plan.read(answers, ms);
+        scoring.timed = !self.offline();
         if scoring.answered == 0 {
             return self.unchanged(Outcome::Failed, Some(shape), &plan.paragraphs, scoring, true);
         }
@@ -140,9 +141,10 @@ impl Job {
         let drop = match decide::verdict(&scoring.scores, self.threshold) {
             Verdict::AllDropped => {
                 let below = scoring.scores.iter().filter(|s| matches!(s, Some(p) if *p < self.threshold)).count();
+                let timed = scoring.timed;
                 let mut out = self.unchanged(Outcome::AllDropped, Some(shape), &plan.paragraphs, scoring, false);
                 out.counts.dropped = below as u32;
-                out.log_line = Some(self.log_line(&out));
+                out.log_line = Some(self.log_line(&out, timed));
                 return out;
             }
             Verdict::NothingDropped => {
@@ -165,12 +167,14 @@ impl Job {
         let ratio = decide::ratio(self.raw_chars, body_chars);
         let dropped = drop.iter().filter(|d| **d).count();
         if !decide::clears_floor(ratio) {
+            let timed = scoring.timed;
             let mut out = self.unchanged(Outcome::BelowFloor, Some(shape), &plan.paragraphs, scoring, false);
             out.counts.dropped = dropped as u32;
             out.ratio = Some(ratio);
-            out.log_line = Some(self.log_line(&out));
+            out.log_line = Some(self.log_line(&out, timed));
             return out;
         }
+        let timed = scoring.timed;
         let record = StoredResult {
             id,
             text: text.to_string(),
@@ -197,7 +201,7 @@ impl Job {
             failures: scoring.failures,
             body,
         };
-        out.log_line = Some(self.log_line(&out));
+        out.log_line = Some(self.log_line(&out, timed));
         out
     }
 
@@ -210,6 +214,7 @@ impl Job {
         scoring: Scoring,
         log: bool,
     ) -> Pruned {
+        let timed = scoring.timed;
         let scores = if scoring.scores.is_empty() { vec![None; paragraphs.len()] } else { scoring.scores };
         let mut out = Pruned {
             body: self.input.text.clone(),
@@ -233,14 +238,15 @@ impl Job {
             failures: scoring.failures,
         };
         if log {
-            out.log_line = Some(self.log_line(&out));
+            out.log_line = Some(self.log_line(&out, timed));
         }
         out
     }
 
     /// The `tool prune:` line (SPEC §12): counts only, never text. `shape=` is
-    /// absent for `structured`; `ratio=-` where no body was assembled.
-    fn log_line(&self, p: &Pruned) -> String {
+    /// absent for `structured`; `ratio=-` where no body was assembled, `ms=-`
+    /// where no host scorer answered (`timed` false: nothing was measured).
+    fn log_line(&self, p: &Pruned, timed: bool) -> String {
         let c = &p.counts;
         let shape = match p.shape {
             Some(Shape::Text) => " shape=text",
@@ -248,6 +254,7 @@ impl Job {
             Some(Shape::JsonArray) => " shape=json_array",
             None => "",
         };
+        let ms = if timed { c.ms.to_string() } else { "-".to_string() };
         let ratio = match p.ratio {
             Some(r) => crate::number::fixed(r, 3),
             None => "-".to_string(),
@@ -268,7 +275,7 @@ impl Job {
             c.dropped,
             c.calls,
             c.jev_tokens,
-            c.ms,
+            ms,
             crate::number::fixed(p.threshold, 1),
             ratio,
             scorer
@@ -350,12 +357,15 @@ struct Scoring {
     calls: u32,
     tokens: u64,
     ms: u32,
+    /// A host scorer answered, so `ms` was measured (SPEC §12: the log line
+    /// writes `ms=-` otherwise: offline scoring, gates, no answer).
+    timed: bool,
     failures: Vec<BatchFailure>,
 }
 
 impl Scoring {
     fn none() -> Scoring {
-        Scoring { scores: Vec::new(), answered: 0, calls: 0, tokens: 0, ms: 0, failures: Vec::new() }
+        Scoring { scores: Vec::new(), answered: 0, calls: 0, tokens: 0, ms: 0, timed: false, failures: Vec::new() }
     }
 }
 

@@ -412,3 +412,26 @@ fn all_dropped_logs_how_many_paragraphs_were_below_the_threshold() {
     assert_eq!(field(&line, "dropped"), Some("20"), "{line}");
     assert_eq!(report(&p).counts.dropped, 20);
 }
+
+#[test]
+fn ms_is_written_only_when_a_host_scorer_answered() {
+    // SPEC §12: never write 0 for a quantity that was not measured.
+    let text = page();
+    let (_, scored) = run(REQUEST, &dropping(0..10), &text);
+    assert_eq!(field(&scored, "ms"), Some("7"), "{scored}");
+
+    // The guest's own scorer has no clock: scoring happened, untimed.
+    let doc = corpus_doc("pep-0817-wheel-variants.rst");
+    let (mut offline, log) = turn(&doc.request_en, Arc::new(toolprune_host::OfflineScorer));
+    let p = prune(&mut offline, &doc.text());
+    let line = prune_line(&log);
+    assert_eq!(report(&p).counts.calls, 0);
+    assert_eq!(field(&line, "ms"), Some("-"), "{line}");
+
+    // A gate after the cheap ones (no basis): no call at all.
+    let scorer = dropping(0..10);
+    let (_, no_basis) = run("hi", &scorer, &text);
+    assert_eq!(field(&no_basis, "outcome"), Some("no_basis"));
+    assert_eq!(field(&no_basis, "ms"), Some("-"), "{no_basis}");
+    assert_eq!(scorer.calls(), 0);
+}
