@@ -16,7 +16,8 @@
 //! | memory limit | `host-harness/tests/turn.rs` `hitting_the_memory_limit_returns_the_raw_text_and_the_turn_goes_on` |
 //! | a 10 MB input (text and JSON wrapper), default limits | **here** |
 //! | deeply nested JSON (100,000 levels: arrays, objects, unclosed, around a long string; and as `omitted` arguments) | **here** |
-//! | invalid UTF-16 surrogates from JS | not reachable from Rust (`String` is UTF-8 by type); in Node, jco's string lowering encodes a JS string as UTF-8 before the guest sees it |
+//! | invalid UTF-16 surrogates (lone surrogates in a JS string; a Python `str` from `errors="surrogateescape"`) | not reachable from Rust (`String` is UTF-8 by type; the CLI passes non-UTF-8 input through); Node: `hosts/js/test/surrogates.test.js`, Python: `hosts/python/tests/test_surrogates.py` (the guest is not called, the same string comes back, `reason=invalid_text`) |
+//! | a leading run of byte-order marks (found by `fuzz/` `wrapper`: one guest stack frame per BOM) | guest `wrapper.rs` `only_one_byte_order_mark_is_skipped` |
 
 use std::sync::{Arc, Mutex};
 

@@ -146,8 +146,13 @@ export interface Report {
 }
 
 export interface GuestFailure {
-  /** `instantiate` or `guest_trap` (a trap, the memory limit, a binding error). */
-  reason: 'instantiate' | 'guest_trap';
+  /**
+   * `instantiate`, `guest_trap` (a trap, the memory limit, a binding error),
+   * `invalid_text` (the tool result text holds lone surrogates: it cannot
+   * cross the WIT `string` unchanged, so the guest is not called) or
+   * `invalid_input` (the same for the request, tool name, agent or Jev model).
+   */
+  reason: 'instantiate' | 'guest_trap' | 'invalid_text' | 'invalid_input';
   message: string;
 }
 
@@ -327,7 +332,10 @@ export declare class Turn {
   onToolResult(result: ToolResult, options?: { signal?: AbortSignal }): Promise<PruneResult>;
   /** The blocking form (the `prune` export): offline scorer, or a scorer with `scoreSync`. */
   onToolResultSync(result: ToolResult): PruneResult;
-  /** The `omitted` tool: the model's JSON arguments `{id, from, to}` (text or object). Throws if the guest trapped. */
+  /**
+   * The `omitted` tool: the model's JSON arguments `{id, from, to}` (text or object). Throws if the guest trapped.
+   * A text with lone surrogates is not JSON: the answer is the guest's `invalid` one (argument `arguments`).
+   */
   omitted(args: string | { id: string; from: number; to: number }): OmittedResult;
   /** The `omitted` tool's spec in the turn's language. */
   omittedTool(): ToolSpec;

@@ -206,7 +206,46 @@ function storedRecord(r) {
 
 function logLabel(s) {
   if (s === '') return '-';
-  return Array.from(s, (ch) => (/[\s=\p{Cc}]/u.test(ch) ? '_' : ch)).join('');
+  // \p{Cs}: a lone surrogate (the guest never sees one) is written `_` too.
+  return Array.from(s, (ch) => (/[\s=\p{Cc}\p{Cs}]/u.test(ch) ? '_' : ch)).join('');
+}
+
+/** How many lone surrogates `s` holds (for failure messages: a count, never text). */
+function loneSurrogates(s) {
+  return s.match(/\p{Cs}/gu)?.length ?? 0;
+}
+
+/**
+ * A WIT `string` holds Unicode scalar values only: jco would replace each
+ * lone surrogate by U+FFFD, so an ill-formed text would come back changed.
+ * The failure to settle with instead of calling the guest, or null when
+ * every string of the prune input crosses the boundary unchanged.
+ * `isWellFormed` costs ≈ 75 µs on 100 KB of two-byte text, < 1 µs on ASCII.
+ */
+function illFormed(r, o, jevModel) {
+  if (!r.text.isWellFormed()) {
+    const n = loneSurrogates(r.text);
+    return {
+      ok: false,
+      failure: { reason: 'invalid_text', message: `the tool result text holds ${n} lone surrogate(s); the guest was not called` },
+    };
+  }
+  const fields = [
+    ['the request', o.request],
+    ['the tool name', r.tool],
+    ['the agent', o.agent],
+    ['the Jev model', jevModel],
+  ];
+  for (const [what, s] of fields) {
+    if (typeof s === 'string' && !s.isWellFormed()) {
+      const n = loneSurrogates(s);
+      return {
+        ok: false,
+        failure: { reason: 'invalid_input', message: `${what} holds ${n} lone surrogate(s); the guest was not called` },
+      };
+    }
+  }
+  return null;
 }
 
 /**
@@ -654,6 +693,8 @@ export class Turn {
    */
   async onToolResult(result, { signal } = {}) {
     const r = toolResult(result);
+    const invalid = illFormed(r, this.#options, this.#scorer.jevModel);
+    if (invalid) return this.#settle(r, invalid);
     const input = this.#input(r, this.#stored.length + 1);
     const started = this.#call((api) => {
       const job = new api.PruneJob(input);
@@ -701,6 +742,8 @@ export class Turn {
     if (!scorer.offline && typeof scorer.scoreSync !== 'function') {
       throw new TypeError(`toolprune: scorer ${scorer.name} has no scoreSync; use await turn.onToolResult(…)`);
     }
+    const invalid = illFormed(r, this.#options, scorer.jevModel);
+    if (invalid) return this.#settle(r, invalid);
     const input = this.#input(r, this.#stored.length + 1);
     return this.#settle(r, this.#call((api) => api.prune(input), scorer.offline ? null : scorer));
   }
@@ -715,7 +758,11 @@ export class Turn {
    * guest trapped (tell the model the tool failed).
    */
   omitted(args) {
-    const text = typeof args === 'string' ? args : JSON.stringify(args ?? null);
+    let text = typeof args === 'string' ? args : JSON.stringify(args ?? null);
+    // Lone surrogates: not JSON text (and jco would turn them into U+FFFD).
+    // An empty text gets the guest's own `invalid` answer (argument
+    // `arguments`), in the turn's language, with its log line.
+    if (typeof text === 'string' && !text.isWellFormed()) text = '';
     const { lang, agent, log } = this.#options;
     const answer = this.#call((api) => api.omitted(text, lang, agent, this.#stored));
     if (!answer.ok) {

@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -55,7 +56,32 @@ def log_label(name: str) -> str:
     whitespace, ``=`` and control characters become ``_``, empty is ``-``."""
     if not name:
         return "-"
-    return "".join("_" if c.isspace() or c == "=" or unicodedata.category(c) == "Cc" else c for c in name)
+    # "Cs": a surrogate (the guest never sees one) is written ``_`` too.
+    return "".join("_" if c.isspace() or c == "=" or unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _ill_formed(s: object) -> bool:
+    """True for a ``str`` holding surrogate code points (U+D800–U+DFFF, e.g.
+    from ``errors="surrogateescape"``): a WIT ``string`` carries Unicode
+    scalar values only, so wasmtime-py cannot pass it to the guest.
+    ``isascii`` is O(1); ``encode`` costs ≈ 70–140 µs on 100 KB."""
+    if not isinstance(s, str) or s.isascii():
+        return False
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _surrogates(what: str, s: str) -> CallError:
+    """The failure for a string that cannot reach the guest: a count, never text."""
+    reason = "invalid_text" if what == "the tool result text" else "invalid_input"
+    n = len(_SURROGATE.findall(s))
+    return CallError(GuestFailure(reason, f"{what} holds {n} surrogate code point(s); the guest was not called"))
 
 
 def stderr_log(line: str) -> None:
@@ -339,6 +365,9 @@ class Turn:
         ``prunable``: the host declared the tool prunable (default not).
         """
         seq = self._reserve()
+        invalid = self._ill_formed_input(tool, text)
+        if invalid is not None:
+            return self._settle(tool, text, seq, invalid)
         record = self._input(tool, text, ok, prunable, seq)
         answer = self._call(lambda i: i.call("prune", record), self._sync_score)
         return self._settle(tool, text, seq, answer)
@@ -356,6 +385,9 @@ class Turn:
         :meth:`cancel` instead returns the raw text with outcome ``cancelled``.
         """
         seq = self._reserve()
+        invalid = self._ill_formed_input(tool, text)
+        if invalid is not None:
+            return self._settle(tool, text, seq, invalid)
         record = self._input(tool, text, ok, prunable, seq)
         starting = asyncio.ensure_future(asyncio.to_thread(self._start_job, record))
         try:
@@ -403,6 +435,9 @@ class Turn:
         """The ``prune-job`` form, blocking (create, score with the turn's
         scorer, finish): the same bytes as :meth:`on_tool_result`."""
         seq = self._reserve()
+        invalid = self._ill_formed_input(tool, text)
+        if invalid is not None:
+            return self._settle(tool, text, seq, invalid)
         record = self._input(tool, text, ok, prunable, seq)
         started = self._start_job(record)
         if isinstance(started, CallError):
@@ -431,8 +466,14 @@ class Turn:
         if not isinstance(arguments, str):
             arguments = json.dumps(dict(arguments), ensure_ascii=False)
         args = arguments
+        if _ill_formed(args):
+            # Surrogates: not JSON text, and wasmtime-py could not pass it. An
+            # empty text gets the guest's own `invalid` answer (argument
+            # `arguments`), in the turn's language, with its log line.
+            args = ""
+        agent = _SURROGATE.sub("\ufffd", self.agent) if _ill_formed(self.agent) else self.agent
         stored = _engine.lower_stored(self.stored)
-        answer = self._call(lambda i: i.call("omitted", args, self.lang, self.agent, stored), None)
+        answer = self._call(lambda i: i.call("omitted", args, self.lang, agent, stored), None)
         if isinstance(answer, CallError):
             self.log(f"tool omitted: agent={log_label(self.agent)} outcome=failed reason={answer.failure.reason}")
             raise GuestError(answer.failure)
@@ -475,6 +516,23 @@ class Turn:
             agent=self.agent,
             tool=tool,
         )
+
+    def _ill_formed_input(self, tool: str, text: str) -> Optional[CallError]:
+        """A failure when a string of the prune input holds surrogates (it
+        cannot cross the WIT ``string``): ``invalid_text`` for the tool result
+        text, ``invalid_input`` for the request, tool name, agent or Jev model.
+        The caller then fails open without calling the guest."""
+        fields = (
+            ("the tool result text", text),
+            ("the request", self.request),
+            ("the tool name", tool),
+            ("the agent", self.agent),
+            ("the Jev model", self.jev_model),
+        )
+        for what, value in fields:
+            if isinstance(value, str) and _ill_formed(value):
+                return _surrogates(what, value)
+        return None
 
     def _sync_score(self, request: ScoringRequest) -> ScoringResponse:
         if self._cancel.cancelled:  # a cancelled turn scores nothing more

@@ -194,8 +194,11 @@ class GuestFailure:
 
     reason: str
     """``instantiate``, ``guest_trap`` (trap, panic, fuel or memory limit,
-    an instance discarded under a pending job) or ``scorer_error`` (the
-    Python scorer raised)."""
+    an instance discarded under a pending job), ``scorer_error`` (the
+    Python scorer raised), ``invalid_text`` (the tool result text holds
+    surrogate code points, e.g. from ``errors="surrogateescape"``: it cannot
+    cross the WIT ``string``, so the guest was not called) or
+    ``invalid_input`` (the same for the request, tool name, agent or Jev model)."""
     message: str
     """wasmtime's or the scorer's message, for diagnosis. Carries no document text."""
 
