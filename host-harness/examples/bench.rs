@@ -255,20 +255,26 @@ fn main() -> anyhow::Result<()> {
     }
 
     // The host's own API (`Turn::on_tool_result`, one turn per call: fresh
-    // instance, fuel on), offline scorer, first 100,000 chars: what a CLI or
-    // agent pays per result.
+    // instance, fuel on), first 100,000 chars: what a CLI or agent pays per
+    // result. The Node and Python benches (`scripts/bench`) time the same call.
     let pruner = toolprune_host::Pruner::shared()?;
-    let turn_call = time(runs, || {
-        let mut options = toolprune_host::TurnOptions::new(REQUEST);
-        options.enabled = true;
-        let mut turn = toolprune_host::Turn::new(pruner, std::sync::Arc::new(toolprune_host::OfflineScorer), options)
-            .with_log(std::sync::Arc::new(toolprune_host::CapturedLog::new()));
-        turn.on_tool_result(toolprune_host::ToolResult::prunable("fetch", pep100k.as_str()));
-    });
-    println!(
-        "| per call through `Turn::on_tool_result` (new turn + instance), offline scorer, first 100,000 chars | {} | | | | — |",
-        ms(turn_call)
-    );
+    let scorers: [(&str, std::sync::Arc<dyn toolprune_host::Scorer>); 2] = [
+        ("offline", std::sync::Arc::new(toolprune_host::OfflineScorer)),
+        ("stub", std::sync::Arc::new(toolprune_host::StubScorer)),
+    ];
+    for (name, scorer) in scorers {
+        let turn_call = time(runs, || {
+            let mut options = toolprune_host::TurnOptions::new(REQUEST);
+            options.enabled = true;
+            let mut turn = toolprune_host::Turn::new(pruner, scorer.clone(), options)
+                .with_log(std::sync::Arc::new(toolprune_host::CapturedLog::new()));
+            turn.on_tool_result(toolprune_host::ToolResult::prunable("fetch", pep100k.as_str()));
+        });
+        println!(
+            "| Rust host: per call through `Turn::on_tool_result` (new turn + instance), {name} scorer, first 100,000 chars | {} | | | | — |",
+            ms(turn_call)
+        );
+    }
 
     // Per-turn instantiation: a fresh store and instance from the pre-instantiated component.
     let inst = time(runs.max(200), || {

@@ -2,7 +2,8 @@
 # The Python host's suite, from a clean clone (with ../shared beside it):
 # build the component (cargo, incremental), make a venv, install the package
 # the way a user does (`pip install ./hosts/python[test]`, which copies
-# dist/toolprune.wasm into the package), run pytest on the installed package.
+# dist/toolprune.wasm into the package): all of that is install.sh; then run
+# pytest on the installed package.
 #
 #   hosts/python/scripts/ci.sh [pytest args…]
 #
@@ -11,38 +12,8 @@
 # PYTHON               the interpreter that makes the venv (default python3, ≥ 3.10)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-cd "$repo"
-
-if [ -z "${TOOLPRUNE_WASM:-}" ]; then
-    if [ -f "$HOME/.cargo/env" ]; then
-        # shellcheck disable=SC1091
-        . "$HOME/.cargo/env"
-    fi
-    if command -v cargo >/dev/null 2>&1; then
-        # Always: cargo is incremental, and a stale dist/ would fail the shared vectors.
-        cargo run -q -p toolprune-artifacts --bin toolprune-dist
-    elif [ ! -f dist/toolprune.wasm ]; then
-        echo "ci.sh: dist/toolprune.wasm is missing and cargo is not installed" >&2
-        exit 1
-    fi
-fi
-
-python="${PYTHON:-python3}"
-"$python" - <<'PY'
-import sys
-if sys.version_info < (3, 10):
-    sys.exit(f"ci.sh: Python >= 3.10 needed, this is {sys.version.split()[0]}")
-PY
+bash "$here/scripts/install.sh"
 venv="${TOOLPRUNE_PY_VENV:-$here/.venv}"
-if [ ! -x "$venv/bin/python" ]; then
-    "$python" -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-# --force-reinstall --no-deps on the package itself: a rebuilt component is picked up.
-"$venv/bin/python" -m pip install --quiet "$here[test]"
-"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$here"
-rm -rf "$here/build"
 
 # Run from the tests folder so `toolprune` is the installed package, not src/.
 cd "$here/tests"

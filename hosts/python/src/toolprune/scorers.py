@@ -14,6 +14,7 @@ Here: :class:`OfflineScorer` (the guest's own BM25 scorer: no call at all),
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Protocol, Set, runtime_checkable
@@ -131,10 +132,12 @@ class OfflineScorer:
         return ScoringResponse.answered([Failed.network() for _ in request.batches], 0)
 
 
-def _is_alphanumeric(c: str) -> bool:
-    # Rust's char::is_alphanumeric is Alphabetic || Numeric; str.isalnum is the
-    # closest the standard library has (it misses combining marks).
-    return c.isalnum()
+# A maximal run of characters for which str.isalnum() holds: ``\w`` of a str
+# pattern is exactly ``str.isalnum() or "_"`` (CPython's _PyUnicode_IsAlpha,
+# IsDecimalDigit, IsDigit, IsNumeric), so ``[^\W_]`` is ``str.isalnum()``.
+# Rust's char::is_alphanumeric is Alphabetic || Numeric; str.isalnum is the
+# closest the standard library has (it misses combining marks).
+_WORD = re.compile(r"[^\W_]+")
 
 
 class StubScorer:
@@ -152,16 +155,7 @@ class StubScorer:
 
     @staticmethod
     def words(text: str) -> Set[str]:
-        out: Set[str] = set()
-        word: List[str] = []
-        for c in text + " ":
-            if _is_alphanumeric(c):
-                word.append(c)
-                continue
-            if len(word) >= 4:
-                out.add("".join(word).lower())
-            word = []
-        return out
+        return {w.lower() for w in _WORD.findall(text) if len(w) >= 4}
 
     @classmethod
     def score_chunk(cls, basis: str, chunk: str) -> Optional[float]:
@@ -173,7 +167,7 @@ class StubScorer:
         if not basis:
             return None
         words = cls.words(chunk)
-        shared = sum(1 for w in basis if w in words)
+        shared = len(basis & words)
         return min(1.0, 2.0 * shared / len(basis))
 
     def score(self, request: ScoringRequest) -> ScoringResponse:
