@@ -21,7 +21,7 @@ impl Guest for Component {
 
     fn prune(input: PruneInput) -> Pruned {
         let job = crate::prune::Job::start(input);
-        let response = job.request().map(|request| toolprune::pruner::scorer::score(&request));
+        let response = job.request_ref().map(toolprune::pruner::scorer::score);
         job.complete(response)
     }
 

@@ -88,9 +88,17 @@ impl Job {
 
     /// The work for the host's scorer, or `None` when no call must be made
     /// (a gate stopped it, nothing is scorable, or the scorer is offline).
+    /// An owned copy, for the `prune-job` resource's `scoring-request`.
     pub fn request(&self) -> Option<ScoringRequest> {
+        self.request_ref().cloned()
+    }
+
+    /// [`Job::request`] borrowed: what the `scorer` import is called with
+    /// from `prune` (the request holds every chunk and Jev body, ≈ 2× the
+    /// text: no copy for a call that only reads it).
+    pub fn request_ref(&self) -> Option<&ScoringRequest> {
         match &self.stage {
-            Stage::Score(plan) if !self.offline() => Some(plan.request.clone()),
+            Stage::Score(plan) if !self.offline() => Some(&plan.request),
             _ => None,
         }
     }
