@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime::{Config, Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap};
 
 use crate::scorer::{NoScorer, Scorer};
 use crate::types::{Lang, ParagraphInfo, ScoringRequest, ScoringResponse, ToolSpec};
@@ -67,16 +67,31 @@ pub struct GuestFailure {
     pub reason: &'static str,
     /// The wasm trap code when there was one (e.g. [`Trap::OutOfFuel`]).
     pub trap: Option<Trap>,
+    /// Which of the instance's [`Limits`] stopped the call, when one did:
+    /// `fuel` (out of fuel) or `memory` (a growth past `memory_bytes` was
+    /// refused). Written as `limit=` after `reason=guest_trap` in the log.
+    pub limit: Option<&'static str>,
     /// wasmtime's message, for diagnosis. Carries no document text.
     pub message: String,
 }
 
 impl GuestFailure {
     fn new(reason: &'static str, err: wasmtime::Error) -> Self {
+        let trap = err.downcast_ref::<Trap>().copied();
         GuestFailure {
             reason,
-            trap: err.downcast_ref::<Trap>().copied(),
+            trap,
+            limit: (trap == Some(Trap::OutOfFuel)).then_some("fuel"),
             message: format!("{err:#}"),
+        }
+    }
+
+    /// The log line's failure fields: `reason=guest_trap`, and ` limit=fuel`
+    /// or ` limit=memory` when a limit stopped the call (counts only, no text).
+    pub fn log_fields(&self) -> String {
+        match self.limit {
+            Some(limit) => format!("reason={} limit={limit}", self.reason),
+            None => format!("reason={}", self.reason),
         }
     }
 
@@ -96,7 +111,54 @@ impl std::error::Error for GuestFailure {}
 /// Per-store data: the scorer behind the `scorer` import, and the limits.
 pub(crate) struct HostState {
     scorer: Arc<dyn Scorer>,
+    limits: Limiter,
+}
+
+/// wasmtime's [`StoreLimits`], remembering whether it refused a memory
+/// growth (so a trap can be told apart from the memory limit).
+struct Limiter {
     limits: StoreLimits,
+    memory_refused: bool,
+}
+
+impl Limiter {
+    fn new(limits: Limits) -> Self {
+        Limiter {
+            limits: StoreLimitsBuilder::new()
+                .memory_size(limits.memory_bytes)
+                .trap_on_grow_failure(true)
+                .build(),
+            memory_refused: false,
+        }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum);
+        if !matches!(allowed, Ok(true)) {
+            self.memory_refused = true;
+        }
+        allowed
+    }
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
 }
 
 impl wit::toolprune::pruner::types::Host for HostState {}
@@ -105,13 +167,6 @@ impl wit::toolprune::pruner::scorer::Host for HostState {
     fn score(&mut self, request: ScoringRequest) -> ScoringResponse {
         self.scorer.score(&request)
     }
-}
-
-fn store_limits(limits: Limits) -> StoreLimits {
-    StoreLimitsBuilder::new()
-        .memory_size(limits.memory_bytes)
-        .trap_on_grow_failure(true)
-        .build()
 }
 
 /// The toolprune component, compiled once, ready to instantiate.
@@ -184,10 +239,10 @@ impl Pruner {
             &self.engine,
             HostState {
                 scorer,
-                limits: store_limits(limits),
+                limits: Limiter::new(limits),
             },
         );
-        store.limiter(|state| &mut state.limits);
+        store.limiter(|state| &mut state.limits as &mut dyn ResourceLimiter);
         let fuel = store.set_fuel(limits.fuel);
         let bindings = fuel
             .and_then(|()| self.pre.instantiate(&mut store))
@@ -238,7 +293,18 @@ impl Instance {
         self.store
             .set_fuel(self.limits.fuel)
             .map_err(GuestFailure::trap)?;
-        f(self.bindings.toolprune_pruner_pruner(), &mut self.store).map_err(GuestFailure::trap)
+        let answer = f(self.bindings.toolprune_pruner_pruner(), &mut self.store);
+        answer.map_err(|e| self.failure(e))
+    }
+
+    /// The failure of a call that returned `err`, naming the memory limit
+    /// when the limiter refused a growth during it.
+    fn failure(&self, err: wasmtime::Error) -> GuestFailure {
+        let mut failure = GuestFailure::trap(err);
+        if failure.limit.is_none() && self.store.data().limits.memory_refused {
+            failure.limit = Some("memory");
+        }
+        failure
     }
 
     /// Runs one call of the `judge` interface with a full fuel budget.
@@ -249,12 +315,13 @@ impl Instance {
         self.store
             .set_fuel(self.limits.fuel)
             .map_err(GuestFailure::trap)?;
-        f(self.bindings.toolprune_pruner_judge(), &mut self.store).map_err(GuestFailure::trap)
+        let answer = f(self.bindings.toolprune_pruner_judge(), &mut self.store);
+        answer.map_err(|e| self.failure(e))
     }
 
     /// New limits for the next calls (memory applies to later growth).
     pub(crate) fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
-        self.store.data_mut().limits = store_limits(limits);
+        self.store.data_mut().limits = Limiter::new(limits);
     }
 }

@@ -203,7 +203,7 @@ impl Judge {
             Ok(Err(errors)) => Err(RouteError::Rules(errors)),
             Err(failure) => {
                 self.log
-                    .line(&format!("judge: rule=- failed reason={}", failure.reason));
+                    .line(&format!("judge: rule=- failed {}", failure.log_fields()));
                 Err(RouteError::Guest(failure))
             }
         }

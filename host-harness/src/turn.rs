@@ -240,8 +240,8 @@ impl Turn {
             }
             Err(failure) => {
                 self.log.line(&format!(
-                    "tool omitted: agent={agent} outcome=failed reason={}",
-                    failure.reason
+                    "tool omitted: agent={agent} outcome=failed {}",
+                    failure.log_fields()
                 ));
                 Err(failure)
             }
@@ -314,8 +314,9 @@ impl Turn {
             }
             Err(failure) => {
                 self.log.line(&format!(
-                    "tool prune: agent={} name={tool} outcome=failed reason={}",
-                    self.options.agent, failure.reason
+                    "tool prune: agent={} name={tool} outcome=failed {}",
+                    self.options.agent,
+                    failure.log_fields()
                 ));
                 Pruned::fail_open(text, failure)
             }

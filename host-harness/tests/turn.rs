@@ -148,7 +148,7 @@ fn running_out_of_fuel_returns_the_raw_text_and_the_next_call_gets_a_fresh_insta
     );
     assert_eq!(
         log.lines(),
-        ["tool prune: agent=test name=fetch outcome=failed reason=guest_trap"]
+        ["tool prune: agent=test name=fetch outcome=failed reason=guest_trap limit=fuel"]
     );
 
     turn.set_limits(Limits::default());
@@ -172,10 +172,11 @@ fn hitting_the_memory_limit_returns_the_raw_text_and_the_turn_goes_on() {
     assert_eq!(failed.outcome, Outcome::Failed);
     assert!(failed.body == huge && failed.raw == huge);
     assert!(
-        log.lines()[0].ends_with("outcome=failed reason=guest_trap"),
+        log.lines()[0].ends_with("outcome=failed reason=guest_trap limit=memory"),
         "{:?}",
         log.lines()
     );
+    assert_eq!(failed.failure.as_ref().and_then(|f| f.limit), Some("memory"));
 
     turn.set_limits(Limits::default());
     assert_eq!(

@@ -394,7 +394,7 @@ fn a_guest_trap_returns_the_full_text_and_the_turn_goes_on() {
     assert_eq!(outcome(&p), "failed");
     assert!(p.failure.is_some());
     assert_full_text(&p, &text);
-    assert_eq!(log.lines(), vec![format!("tool prune: agent=agent name={TOOL} outcome=failed reason=guest_trap")]);
+    assert_eq!(log.lines(), vec![format!("tool prune: agent=agent name={TOOL} outcome=failed reason=guest_trap limit=fuel")]);
     turn.set_limits(Limits::default());
     let p = prune(&mut turn, &text);
     assert_eq!(outcome(&p), "ok", "a fresh instance serves the next call");
