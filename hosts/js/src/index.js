@@ -216,6 +216,17 @@ function loneSurrogates(s) {
 }
 
 /**
+ * Throws a TypeError when `s` holds lone surrogates, which jco would turn
+ * into U+FFFD on the way in (for `paragraphs` and `route`, whose answers
+ * would then describe another text). Pruning fails open instead: see `illFormed`.
+ */
+function wellFormed(what, s) {
+  if (!s.isWellFormed()) {
+    throw new TypeError(`toolprune: ${what} holds ${loneSurrogates(s)} lone surrogate(s); a WIT string cannot carry them`);
+  }
+}
+
+/**
  * A WIT `string` holds Unicode scalar values only: jco would replace each
  * lone surrogate by U+FFFD, so an ill-formed text would come back changed.
  * The failure to settle with instead of calling the guest, or null when
@@ -410,6 +421,7 @@ export class Pruner {
   /** The paragraphs of `text` exactly as pruning splits it (SPEC §4, §14). */
   paragraphs(text) {
     if (typeof text !== 'string') throw new TypeError('toolprune: text must be a string');
+    wellFormed('text', text);
     return this.#callOrThrow((api) => api.paragraphs(text)).map((p) => ({ ...p }));
   }
 
@@ -429,6 +441,10 @@ export class Pruner {
       throw new TypeError('toolprune: answers must be a string (the text of a Jev response)');
     }
     if (typeof log !== 'function') throw new TypeError('toolprune: log must be a function');
+    wellFormed('rules', rules);
+    wellFormed('message', message);
+    if (typeof answers === 'string') wellFormed('answers', answers);
+    if (typeof jevModel === 'string') wellFormed('jevModel', jevModel);
     const settle = (answer) => {
       if (answer.ok) {
         if (answer.value.errors) throw new RulesError(rulesFile, answer.value.errors);

@@ -129,3 +129,14 @@ test('omitted arguments with lone surrogates: the guest\'s invalid answer, never
     assert.equal(turn.omitted({ id: 'P1', from: d, to: d }).outcome, 'ok', 'the next call is served');
   }
 });
+
+test('paragraphs and route refuse a lone surrogate with a clear TypeError (their answers would describe another text)', async () => {
+  const pruner = await Pruner.load();
+  assert.throws(() => pruner.paragraphs(`${PEP}\uD800`), { name: 'TypeError', message: /text holds 1 lone surrogate\(s\)/ });
+  assert.ok(pruner.paragraphs(PEP).length > 1, 'a well-formed text still splits');
+  await assert.rejects(pruner.route('[questions.a]', 'hello \uDC00', { answers: '{}' }), {
+    name: 'TypeError',
+    message: /message holds 1 lone surrogate\(s\)/,
+  });
+  await assert.rejects(pruner.route('# \uD800', 'hello', { answers: '{}' }), { name: 'TypeError', message: /rules holds 1/ });
+});

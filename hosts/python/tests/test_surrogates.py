@@ -172,3 +172,14 @@ def test_the_cli_in_a_process_with_a_non_utf8_request_byte() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == path.read_bytes()
     assert done.stderr == b"tool prune: agent=cli name=cli outcome=failed reason=invalid_input\n"
+
+
+def test_paragraphs_and_route_refuse_surrogates_with_a_value_error(pruner: Pruner) -> None:
+    # Their answers would describe another text, or the call would fail as a guest error.
+    with pytest.raises(ValueError, match=r"text holds 1 surrogate code point\(s\)"):
+        pruner.paragraphs(TEXT + "\udcff")
+    assert len(pruner.paragraphs(TEXT)) > 1, "a well-formed text still splits"
+    with pytest.raises(ValueError, match=r"message holds 1 surrogate"):
+        pruner.route("[questions.a]", "hello \ud800", answers="{}")
+    with pytest.raises(ValueError, match=r"rules holds 1 surrogate"):
+        asyncio.run(pruner.route_async("# \udc80", "hello", answers="{}"))

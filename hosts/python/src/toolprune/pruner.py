@@ -84,6 +84,15 @@ def _surrogates(what: str, s: str) -> CallError:
     return CallError(GuestFailure(reason, f"{what} holds {n} surrogate code point(s); the guest was not called"))
 
 
+def _well_formed(what: str, s: object) -> None:
+    """Raise :class:`ValueError` when ``s`` holds surrogate code points
+    (``paragraphs`` and ``route`` would otherwise fail as a guest error;
+    pruning fails open instead, see ``Turn._ill_formed_input``)."""
+    if _ill_formed(s):
+        n = len(_SURROGATE.findall(str(s)))
+        raise ValueError(f"toolprune: {what} holds {n} surrogate code point(s); a WIT string cannot carry them")
+
+
 def stderr_log(line: str) -> None:
     """The default log sink: each line to stderr."""
     print(line, file=sys.stderr, flush=True)
@@ -207,7 +216,9 @@ class Pruner:
 
     def paragraphs(self, text: str) -> List[ParagraphInfo]:
         """The paragraphs of ``text`` exactly as pruning splits it (SPEC §4).
-        Raises :class:`GuestError`."""
+        Raises :class:`GuestError`, or :class:`ValueError` for a text holding
+        surrogate code points (a WIT ``string`` cannot carry them)."""
+        _well_formed("text", text)
         answer = self._inspect(lambda i: i.call("paragraphs", text))
         return [_engine.lift_paragraph_info(p) for p in answer]
 
@@ -268,6 +279,8 @@ class Pruner:
             raise TypeError("message must be a str")
         if answers is not None and not isinstance(answers, str):
             raise TypeError("answers must be a str (the text of a Jev response)")
+        for what, value in (("rules", rules), ("message", message), ("answers", answers), ("jev_model", jev_model)):
+            _well_formed(what, value)
         chosen = self.scorer if scorer is None else _resolve_scorer(scorer)
         model = jev_model if jev_model is not None else getattr(chosen, "jev_model", None)
         return Judge(self._compiled, self.limits, log or self.log, rules_file), chosen, model
