@@ -150,7 +150,10 @@ export interface GuestFailure {
    * `instantiate`, `guest_trap` (a trap, the memory limit, a binding error),
    * `invalid_text` (the tool result text holds lone surrogates: it cannot
    * cross the WIT `string` unchanged, so the guest is not called) or
-   * `invalid_input` (the same for the request, tool name, agent or Jev model).
+   * `invalid_input` (the same for the request, tool name, agent, scorer name
+   * or Jev model). Only when pruning is on, the call succeeded and the tool
+   * is prunable: otherwise such a result gets the guest's own skipped answer
+   * (the original string as body and raw, no log line, `failure` null).
    */
   reason: 'instantiate' | 'guest_trap' | 'invalid_text' | 'invalid_input';
   message: string;

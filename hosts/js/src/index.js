@@ -233,7 +233,7 @@ function wellFormed(what, s) {
  * every string of the prune input crosses the boundary unchanged.
  * `isWellFormed` costs ≈ 75 µs on 100 KB of two-byte text, < 1 µs on ASCII.
  */
-function illFormed(r, o, jevModel) {
+function illFormed(r, o, scorer) {
   if (!r.text.isWellFormed()) {
     const n = loneSurrogates(r.text);
     return {
@@ -245,7 +245,9 @@ function illFormed(r, o, jevModel) {
     ['the request', o.request],
     ['the tool name', r.tool],
     ['the agent', o.agent],
-    ['the Jev model', jevModel],
+    // The `scorer-choice` `host(name)` label: jco would send U+FFFD instead.
+    ['the scorer name', scorer.offline ? undefined : scorer.name],
+    ['the Jev model', scorer.jevModel],
   ];
   for (const [what, s] of fields) {
     if (typeof s === 'string' && !s.isWellFormed()) {
@@ -257,6 +259,30 @@ function illFormed(r, o, jevModel) {
     }
   }
   return null;
+}
+
+/**
+ * Whether a host-known cheap gate fails (pruning off, the call failed, the
+ * tool not prunable): then the guest skips the text without scoring it, and
+ * no `tool prune:` line is written (SPEC §12). The 4,000-character gate is
+ * the guest's to count.
+ */
+function gatedOff(r, o) {
+  return !o.enabled || !r.ok || !r.prunable;
+}
+
+/** A copy of a prune input whose strings are well-formed (lone surrogates → U+FFFD). */
+function wellFormedInput(input) {
+  const fix = (s) => (typeof s === 'string' ? s.toWellFormed() : s);
+  return {
+    ...input,
+    request: fix(input.request),
+    text: fix(input.text),
+    scorer: input.scorer.tag === 'host' ? { tag: 'host', val: fix(input.scorer.val) } : input.scorer,
+    jevModel: fix(input.jevModel),
+    agent: fix(input.agent),
+    tool: fix(input.tool),
+  };
 }
 
 /**
@@ -475,6 +501,7 @@ export class Pruner {
       throw new TypeError("toolprune: route needs `answers` or a Jev scorer (jevScorer(...)); the offline scorer cannot judge");
     }
     const model = typeof jevModel === 'string' ? jevModel : typeof s.jevModel === 'string' ? s.jevModel : undefined;
+    if (model !== undefined) wellFormed('jevModel', model);
     const load = (judge) => {
       const job = judge.JudgeJob.load(rules, message, model);
       try {
@@ -702,6 +729,29 @@ export class Turn {
   }
 
   /**
+   * A prune input that cannot cross the WIT boundary unchanged. When a
+   * host-known cheap gate fails, the answer is the guest's own, as for a
+   * well-formed text: the guest skips a copy whose lone surrogates are
+   * U+FFFD (it cannot call the scorer then: no scorer is behind the import
+   * anyway), and the original string is put back as body and raw; no line.
+   * Otherwise (or if the guest did anything but pass the copy through) the
+   * call fails open: the same string, `invalid_text` / `invalid_input`, and
+   * the host's `tool prune:` line.
+   */
+  #illFormed(r, invalid) {
+    if (!gatedOff(r, this.#options)) return this.#settle(r, invalid);
+    const input = wellFormedInput(this.#input(r, this.#stored.length + 1));
+    const answer = this.#call((api) => api.prune(input), null);
+    if (!answer.ok) return this.#settle(r, answer);
+    const pruned = answer.value;
+    if (pruned.record || (pruned.logLine ?? null) !== null || pruned.body !== input.text) {
+      return this.#settle(r, invalid);
+    }
+    const rep = report(pruned);
+    return { body: r.text, raw: r.text, outcome: rep.outcome, report: rep, logLine: null, failure: null };
+  }
+
+  /**
    * Prunes one tool result without blocking the event loop: the guest
    * prepares the scoring request (`prune-job`), the scorer is awaited, the
    * guest finishes. Never throws for a guest failure: the raw text comes
@@ -709,8 +759,8 @@ export class Turn {
    */
   async onToolResult(result, { signal } = {}) {
     const r = toolResult(result);
-    const invalid = illFormed(r, this.#options, this.#scorer.jevModel);
-    if (invalid) return this.#settle(r, invalid);
+    const invalid = illFormed(r, this.#options, this.#scorer);
+    if (invalid) return this.#illFormed(r, invalid);
     const input = this.#input(r, this.#stored.length + 1);
     const started = this.#call((api) => {
       const job = new api.PruneJob(input);
@@ -758,8 +808,8 @@ export class Turn {
     if (!scorer.offline && typeof scorer.scoreSync !== 'function') {
       throw new TypeError(`toolprune: scorer ${scorer.name} has no scoreSync; use await turn.onToolResult(…)`);
     }
-    const invalid = illFormed(r, this.#options, scorer.jevModel);
-    if (invalid) return this.#settle(r, invalid);
+    const invalid = illFormed(r, this.#options, scorer);
+    if (invalid) return this.#illFormed(r, invalid);
     const input = this.#input(r, this.#stored.length + 1);
     return this.#settle(r, this.#call((api) => api.prune(input), scorer.offline ? null : scorer));
   }

@@ -1,11 +1,15 @@
 // Lone UTF-16 surrogates (README "The fault matrix"). A JS string may hold
 // one ('\uD800', a tool output cut mid-pair); a WIT `string` cannot, and
 // jco's encoder would silently replace it by U+FFFD, so the body would not
-// be the text the tool returned. The host checks first and fails open
-// without calling the guest: the very same string back, outcome `failed`,
-// reason `invalid_text` (the result text) or `invalid_input` (the request,
-// tool name, agent); the turn goes on. `omitted` arguments with lone
-// surrogates get the guest's `invalid` answer, never a throw.
+// be the text the tool returned. The host checks first. With pruning on, a
+// succeeded call and a prunable tool it fails open without calling the
+// guest: the very same string back, outcome `failed`, reason `invalid_text`
+// (the result text) or `invalid_input` (the request, tool name, agent,
+// scorer name, Jev model), and its `tool prune:` line; the turn goes on.
+// When one of those cheap gates fails, the answer is the guest's own, as for
+// a well-formed text: no line (SPEC §12), the same string back. `omitted`
+// arguments with lone surrogates get the guest's `invalid` answer, never a
+// throw.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -61,7 +65,7 @@ for (const [name, text] of Object.entries(ILL_FORMED)) {
   });
 }
 
-test('the guest is not called for an ill-formed text: no scorer call, even when pruning is off', async () => {
+test('the guest is not called for an ill-formed text with the cheap gates passed: no scorer call', async () => {
   const spec = { default: 0.9, scores: {}, fail_batches: {}, jev_responses: {}, stop: null, elapsed_ms: 7 };
   const scorer = scriptedScorer(spec);
   const pruner = await Pruner.load({ scorer });
@@ -72,16 +76,112 @@ test('the guest is not called for an ill-formed text: no scorer call, even when 
   assertPassedThrough(on.onToolResultSync({ tool: 'fetch', prunable: true, text }), text, 'invalid_text',
     'tool prune: agent=agent name=fetch outcome=failed reason=invalid_text');
   assert.equal(scorer.state.calls, 0);
-  // Pruning off, or not prunable: the text still cannot reach the guest, so
-  // the answer is the same (jco would have changed it even there).
-  const off = pruner.beginTurn(REQUEST, { log: capture() });
-  assert.ok((await off.onToolResult({ tool: 'fetch', text })).body === text);
-  assert.equal(off.onToolResultSync({ tool: 'fetch', text }).failure.reason, 'invalid_text');
   // A well-formed text with surrogate pairs is pruned as usual.
   const emoji = `${PEP}\n\n😀 done`;
   assert.equal(emoji.isWellFormed(), true);
   assert.notEqual((await on.onToolResult({ tool: 'fetch', prunable: true, text: emoji })).outcome, 'failed');
   assert.ok(scorer.state.calls > 0);
+});
+
+/** Without `ms` (a measured time), the rest of a report as the guest gave it. */
+function withoutMs(report) {
+  return { ...report, counts: { ...report.counts, ms: 0 } };
+}
+
+const GATES = {
+  'pruning off': { enabled: false, result: { ok: true, prunable: true } },
+  'the call failed': { enabled: true, result: { ok: false, prunable: true } },
+  'not prunable': { enabled: true, result: { ok: true, prunable: false } },
+};
+
+for (const [gate, { enabled, result }] of Object.entries(GATES)) {
+  test(`${gate}: an ill-formed input gets the guest's own answer, as a well-formed one, and no line (SPEC §12)`, async () => {
+    const spec = { default: 0.9, scores: {}, fail_batches: {}, jev_responses: {}, stop: null, elapsed_ms: 7 };
+    const scorer = scriptedScorer(spec);
+    const pruner = await Pruner.load({ scorer });
+    const cases = [
+      ...Object.values(ILL_FORMED).map((text) => ({ request: REQUEST, tool: 'fetch', agent: 'agent', text })),
+      { request: `${REQUEST}\uD83D`, tool: 'fetch', agent: 'agent', text: PEP },
+      { request: REQUEST, tool: 'f\uDC00', agent: 'agent', text: PEP },
+      { request: REQUEST, tool: 'fetch', agent: 'a\uD800', text: PEP },
+    ];
+    for (const c of cases) {
+      const log = capture();
+      const turn = pruner.beginTurn(c.request, { enabled, agent: c.agent, log });
+      const clean = pruner.beginTurn(c.request.toWellFormed(), { enabled, agent: c.agent.toWellFormed(), log: capture() });
+      const text = c.text;
+      for (const flavour of ['async', 'sync']) {
+        const call = (t, r) => (flavour === 'async' ? t.onToolResult(r) : t.onToolResultSync(r));
+        const r = await call(turn, { ...result, tool: c.tool, text });
+        const expected = await call(clean, { ...result, tool: c.tool.toWellFormed(), text: text.toWellFormed() });
+        assert.ok(r.body === text && r.raw === text, 'the very same string, lone surrogates included');
+        assert.equal(r.outcome, expected.outcome);
+        assert.notEqual(r.outcome, 'failed');
+        assert.equal(r.failure, null);
+        assert.equal(r.logLine, null);
+        assert.equal(expected.logLine, null);
+        assert.deepEqual(withoutMs(r.report), withoutMs(expected.report));
+        assert.equal(r.report.record, null);
+      }
+      assert.deepEqual(log.lines, [], 'no `tool prune:` line before the cheap gates passed');
+      assert.deepEqual(turn.stored, []);
+    }
+    assert.equal(scorer.state.calls, 0, 'the scorer is never called');
+  });
+}
+
+test('an ill-formed short text with the cheap gates passed still fails open with its line (the guest counts the 4,000)', async () => {
+  const pruner = await Pruner.load();
+  const log = capture();
+  const turn = pruner.beginTurn(REQUEST, { enabled: true, log });
+  const text = ILL_FORMED['short text'];
+  const line = 'tool prune: agent=agent name=fetch outcome=failed reason=invalid_text';
+  assertPassedThrough(turn.onToolResultSync({ tool: 'fetch', prunable: true, text }), text, 'invalid_text', line);
+  assert.deepEqual(log.lines, [line]);
+  // The same short text well-formed: the guest's own skip, no line.
+  assert.equal(turn.onToolResultSync({ tool: 'fetch', prunable: true, text: text.toWellFormed() }).logLine, null);
+  assert.deepEqual(log.lines, [line]);
+});
+
+test('a scorer name with a lone surrogate: invalid_input, never a U+FFFD label; its Jev model too', async () => {
+  const spec = { default: 0.9, scores: {}, fail_batches: {}, jev_responses: {}, stop: null, elapsed_ms: 7 };
+  const scripted = scriptedScorer(spec);
+  const pruner = await Pruner.load();
+  const line = 'tool prune: agent=agent name=fetch outcome=failed reason=invalid_input';
+  for (const [what, scorer] of [
+    ['the scorer name', { ...scripted, name: 'odd\uD800' }],
+    ['the Jev model', { ...scripted, jevModel: 'jev\uDC00' }],
+  ]) {
+    const log = capture();
+    const turn = pruner.beginTurn(REQUEST, { enabled: true, scorer, log });
+    for (const r of [await turn.onToolResult({ tool: 'fetch', prunable: true, text: PEP }),
+      turn.onToolResultSync({ tool: 'fetch', prunable: true, text: PEP })]) {
+      assertPassedThrough(r, PEP, 'invalid_input', line);
+      assert.ok(r.failure.message.startsWith(`${what} holds 1 `), r.failure.message);
+    }
+    assert.deepEqual(log.lines, [line, line]);
+    // Pruning off: the guest's own answer, as with a well-formed scorer, no line.
+    const off = pruner.beginTurn(REQUEST, { scorer, log });
+    const r = await off.onToolResult({ tool: 'fetch', prunable: true, text: PEP });
+    const expected = await pruner.beginTurn(REQUEST, { scorer: scripted, log: capture() })
+      .onToolResult({ tool: 'fetch', prunable: true, text: PEP });
+    assert.ok(r.body === PEP && r.raw === PEP);
+    assert.equal(r.outcome, expected.outcome);
+    assert.deepEqual(withoutMs(r.report), withoutMs(expected.report));
+    assert.equal(r.failure, null);
+    assert.equal(r.logLine, null);
+    assert.deepEqual(log.lines, [line, line]);
+  }
+  assert.equal(scripted.state.calls, 0);
+  // The offline scorer sends no name: its turn prunes.
+  assert.equal(pruner.beginTurn(REQUEST, { enabled: true, log: capture() })
+    .onToolResultSync({ tool: 'fetch', prunable: true, text: PEP }).outcome, 'ok');
+  // route: the scorer's own Jev model is checked, not only the option.
+  await assert.rejects(pruner.route('[questions.a]', 'hello', { scorer: { ...scripted, jevModel: 'jev\uDC00' } }), {
+    name: 'TypeError',
+    message: /jevModel holds 1 lone surrogate\(s\)/,
+  });
+  assert.equal(scripted.state.calls, 0);
 });
 
 test('a request with a lone surrogate: every result of the turn passes through (invalid_input)', async () => {

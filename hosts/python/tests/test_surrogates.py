@@ -2,18 +2,22 @@
 with ``errors="surrogateescape"`` holds ``"\\udcff"``, and a WIT ``string``
 carries Unicode scalar values only, so wasmtime-py cannot pass it (it raised
 ``UnicodeEncodeError``, which failed open as a misleading ``guest_trap`` and
-threw the instance away). The host checks first and fails open without
-calling the guest: the very same ``str`` back, outcome ``failed``, reason
-``invalid_text`` (the result text) or ``invalid_input`` (request, tool name,
-agent); the turn goes on. ``omitted`` arguments with surrogates get the
-guest's ``invalid`` answer instead of raising."""
+threw the instance away). The host checks first. With pruning on, a
+succeeded call and a prunable tool it fails open without calling the guest:
+the very same ``str`` back, outcome ``failed``, reason ``invalid_text`` (the
+result text) or ``invalid_input`` (request, tool name, agent, scorer name, Jev
+model), and its ``tool prune:`` line; the turn goes on. When one of those
+cheap gates fails, the answer is the guest's own, as for a well-formed text:
+no line (SPEC §12), the same ``str`` back. ``omitted`` arguments with
+surrogates get the guest's ``invalid`` answer instead of raising."""
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
 import sys
-from typing import Any, Callable, Dict
+import dataclasses
+from typing import Any, Callable, Dict, Optional
 
 import pytest
 
@@ -82,28 +86,118 @@ def test_an_ill_formed_text_comes_back_unchanged_and_the_turn_goes_on(pruner: Pr
     log = Log()
     scorer = Counting()
     turn = pruner.begin_turn(REQUEST, enabled=True, scorer=scorer, agent="my agent", log=log)
-    instance = turn._instance  # noqa: SLF001 - the instance must survive: the guest was not called
     line = "tool prune: agent=my_agent name=fetch outcome=failed reason=invalid_text"
     _passed_through(call(turn, tool="fetch", text=text, prunable=True), text, "invalid_text", line)
     assert log.lines == [line], "one line, labels and names only"
     assert scorer.calls == 0 and turn.stored == []
-    if instance is not None:
-        assert turn._instance is instance  # noqa: SLF001
+    # Instances are made lazily: the guest was never even instantiated.
+    assert turn._instance is None  # noqa: SLF001
     # The same turn prunes the next result normally; the first stored id is P1.
     nxt = call(turn, tool="fetch", text=TEXT, prunable=True)
     assert nxt.outcome == "ok" and nxt.report is not None and nxt.report.record is not None
     assert nxt.report.record.id == "P1"
+    instance = turn._instance  # noqa: SLF001
+    assert instance is not None
+    # Another ill-formed text: the live instance survives (the guest was not called).
+    _passed_through(call(turn, tool="fetch", text=text, prunable=True), text, "invalid_text", line)
+    assert turn._instance is instance  # noqa: SLF001
     assert turn.omitted({"id": "P1", "from": 1, "to": 1}).outcome == "ok"
 
 
-def test_pruning_off_or_not_prunable_the_text_still_cannot_reach_the_guest(pruner: Pruner) -> None:
-    text = ILL_FORMED["surrogateescape byte"]
-    turn = pruner.begin_turn(REQUEST, log=Log())  # enabled=False
-    r = turn.on_tool_result(tool="fetch", text=text)
-    _passed_through(r, text, "invalid_text", "tool prune: agent=agent name=fetch outcome=failed reason=invalid_text")
+def _clean(s: str) -> str:
+    """``s`` with every surrogate code point replaced by U+FFFD."""
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in s)
+
+
+def _without_ms(report: Any) -> Any:
+    return dataclasses.replace(report, body="", raw="", counts=dataclasses.replace(report.counts, ms=0))
+
+
+GATES = {
+    "pruning off": (False, True, True),
+    "the call failed": (True, False, True),
+    "not prunable": (True, True, False),
+}
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("gate", GATES)
+def test_a_cheap_gate_failed_the_guests_own_answer_and_no_line(pruner: Pruner, gate: str, flavour: str) -> None:
+    # SPEC §12: no `tool prune:` line before the cheap gates passed, ill-formed or not.
+    enabled, ok, prunable = GATES[gate]
+    call = FLAVOURS[flavour]
+    scorer = Counting()
+    cases = [(REQUEST, "fetch", "agent", text) for text in ILL_FORMED.values()] + [
+        (REQUEST + "\udcff", "fetch", "agent", TEXT),
+        (REQUEST, "f\udcff", "agent", TEXT),
+        (REQUEST, "fetch", "a\ud800", TEXT),
+    ]
+    for request, tool, agent, text in cases:
+        log = Log()
+        turn = pruner.begin_turn(request, enabled=enabled, scorer=scorer, agent=agent, log=log)
+        clean = pruner.begin_turn(_clean(request), enabled=enabled, scorer=scorer, agent=_clean(agent), log=Log())
+        r = call(turn, tool=tool, text=text, ok=ok, prunable=prunable)
+        expected = call(clean, tool=_clean(tool), text=_clean(text), ok=ok, prunable=prunable)
+        assert r.body is text and r.raw is text, "the very same str, every code point"
+        assert r.outcome == expected.outcome != "failed"
+        assert r.failure is None and r.log_line is None and expected.log_line is None
+        assert r.report is not None and expected.report is not None
+        assert r.report.body is text and r.report.raw is text and r.report.record is None
+        assert _without_ms(r.report) == _without_ms(expected.report)
+        assert log.lines == [] and turn.stored == []
+    assert scorer.calls == 0, "the scorer is never called"
+
+
+def test_an_ill_formed_short_text_with_the_gates_passed_still_fails_open_with_its_line(pruner: Pruner) -> None:
+    # The 4,000-character gate is the guest's to count: the host cannot know it.
+    log = Log()
+    turn = pruner.begin_turn(REQUEST, enabled=True, scorer=Counting(), log=log)
+    text = ILL_FORMED["short text"]
+    line = "tool prune: agent=agent name=fetch outcome=failed reason=invalid_text"
+    _passed_through(turn.on_tool_result(tool="fetch", text=text, prunable=True), text, "invalid_text", line)
+    assert turn.on_tool_result(tool="fetch", text=_clean(text), prunable=True).log_line is None
+    assert log.lines == [line]
     # A str with real astral characters (no surrogate code points) is pruned as usual.
     on = pruner.begin_turn(REQUEST, enabled=True, scorer=Counting(), log=Log())
     assert on.on_tool_result(tool="fetch", text=TEXT + "\n\n😀 done", prunable=True).outcome == "ok"
+
+
+class Named(Counting):
+    def __init__(self, name: str, jev_model: Optional[str] = None) -> None:
+        super().__init__()
+        self.name = name
+        if jev_model is not None:
+            self.jev_model = jev_model
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_scorer_name_or_jev_model_with_surrogates_is_invalid_input(pruner: Pruner, flavour: str) -> None:
+    # Before: wasmtime-py raised UnicodeEncodeError on the `host(name)` label (a misleading guest_trap).
+    call = FLAVOURS[flavour]
+    line = "tool prune: agent=agent name=fetch outcome=failed reason=invalid_input"
+    for what, scorer in (("the scorer name", Named("odd\udcff")), ("the Jev model", Named("jev", "m\ud800"))):
+        log = Log()
+        turn = pruner.begin_turn(REQUEST, enabled=True, scorer=scorer, log=log)
+        r = call(turn, tool="fetch", text=TEXT, prunable=True)
+        _passed_through(r, TEXT, "invalid_input", line)
+        assert r.failure is not None and r.failure.message.startswith(f"{what} holds 1 "), r.failure.message
+        assert turn._instance is None  # noqa: SLF001 - never instantiated: the guest was not called
+        # Pruning off: the guest's own answer, as with a well-formed scorer, and no line.
+        off = call(pruner.begin_turn(REQUEST, scorer=scorer, log=log), tool="fetch", text=TEXT, prunable=True)
+        expected = call(pruner.begin_turn(REQUEST, scorer=Counting(), log=Log()), tool="fetch", text=TEXT, prunable=True)
+        assert off.body is TEXT and off.failure is None and off.log_line is None
+        assert off.outcome == expected.outcome
+        assert log.lines == [line]
+        assert scorer.calls == 0
+
+
+def test_route_checks_the_scorers_own_jev_model(pruner: Pruner) -> None:
+    scorer = Named("jev", "m\udcff")
+    with pytest.raises(ValueError, match=r"jev_model holds 1 surrogate"):
+        pruner.route("[questions.a]", "hello", scorer=scorer)
+    with pytest.raises(ValueError, match=r"jev_model holds 1 surrogate"):
+        asyncio.run(pruner.route_async("[questions.a]", "hello", scorer=scorer))
+    assert scorer.calls == 0
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -116,7 +210,7 @@ def test_a_request_with_surrogates_passes_every_result_through(pruner: Pruner, f
     _passed_through(r, TEXT, "invalid_input", line)
     assert r.failure is not None and r.failure.message.startswith("the request holds 1 ")
     # An ill-formed text wins: it is the text's reason.
-    assert call(turn, tool="fetch", text=ILL_FORMED["short text"]).failure.reason == "invalid_text"  # type: ignore[union-attr]
+    assert call(turn, tool="fetch", text=ILL_FORMED["short text"], prunable=True).failure.reason == "invalid_text"  # type: ignore[union-attr]
     assert scorer.calls == 0
     # A tool name with a surrogate: the same, and the log label writes `_`.
     good = pruner.begin_turn(REQUEST, enabled=True, scorer=scorer, log=Log())

@@ -11,6 +11,7 @@ text, counts characters or decides a gate).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import os
@@ -82,6 +83,11 @@ def _surrogates(what: str, s: str) -> CallError:
     reason = "invalid_text" if what == "the tool result text" else "invalid_input"
     n = len(_SURROGATE.findall(s))
     return CallError(GuestFailure(reason, f"{what} holds {n} surrogate code point(s); the guest was not called"))
+
+
+def _clean(s: Any) -> Any:
+    """``s`` with every surrogate code point replaced by U+FFFD (a ``str``), else ``s``."""
+    return _SURROGATE.sub("\ufffd", s) if _ill_formed(s) else s
 
 
 def _well_formed(what: str, s: object) -> None:
@@ -283,6 +289,7 @@ class Pruner:
             _well_formed(what, value)
         chosen = self.scorer if scorer is None else _resolve_scorer(scorer)
         model = jev_model if jev_model is not None else getattr(chosen, "jev_model", None)
+        _well_formed("jev_model", model)  # the scorer's own, once resolved
         return Judge(self._compiled, self.limits, log or self.log, rules_file), chosen, model
 
 
@@ -380,7 +387,7 @@ class Turn:
         seq = self._reserve()
         invalid = self._ill_formed_input(tool, text)
         if invalid is not None:
-            return self._settle(tool, text, seq, invalid)
+            return self._ill_formed(tool, text, ok, prunable, seq, invalid)
         record = self._input(tool, text, ok, prunable, seq)
         answer = self._call(lambda i: i.call("prune", record), self._sync_score)
         return self._settle(tool, text, seq, answer)
@@ -400,7 +407,7 @@ class Turn:
         seq = self._reserve()
         invalid = self._ill_formed_input(tool, text)
         if invalid is not None:
-            return self._settle(tool, text, seq, invalid)
+            return self._ill_formed(tool, text, ok, prunable, seq, invalid)
         record = self._input(tool, text, ok, prunable, seq)
         starting = asyncio.ensure_future(asyncio.to_thread(self._start_job, record))
         try:
@@ -450,7 +457,7 @@ class Turn:
         seq = self._reserve()
         invalid = self._ill_formed_input(tool, text)
         if invalid is not None:
-            return self._settle(tool, text, seq, invalid)
+            return self._ill_formed(tool, text, ok, prunable, seq, invalid)
         record = self._input(tool, text, ok, prunable, seq)
         started = self._start_job(record)
         if isinstance(started, CallError):
@@ -513,39 +520,70 @@ class Turn:
             self._pending.add(seq)
             return seq
 
-    def _input(self, tool: str, text: str, ok: bool, prunable: bool, seq: int) -> Any:
-        choice = None if getattr(self.scorer, "choice", None) == "offline" else self.scorer.name
+    def _scorer_choice(self) -> Optional[str]:
+        """The ``scorer-choice``: ``None`` (offline) or the ``host(name)`` label."""
+        return None if getattr(self.scorer, "choice", None) == "offline" else self.scorer.name  # type: ignore[no-any-return]
+
+    def _input(self, tool: str, text: str, ok: bool, prunable: bool, seq: int, *, clean: bool = False) -> Any:
+        """The ``prune-input``; ``clean``: every surrogate code point of its
+        strings replaced by U+FFFD (for :meth:`_ill_formed`)."""
+        fix: Callable[[Any], Any] = _clean if clean else (lambda s: s)
         return _engine.lower_input(
-            request=self.request,
-            text=text,
+            request=fix(self.request),
+            text=fix(text),
             enabled=self.enabled,
             succeeded=ok,
             prunable=prunable,
             threshold=self.threshold,
             lang=self.lang,
             sequence=seq,
-            scorer=choice,
-            jev_model=self.jev_model,
-            agent=self.agent,
-            tool=tool,
+            scorer=fix(self._scorer_choice()),
+            jev_model=fix(self.jev_model),
+            agent=fix(self.agent),
+            tool=fix(tool),
         )
 
     def _ill_formed_input(self, tool: str, text: str) -> Optional[CallError]:
         """A failure when a string of the prune input holds surrogates (it
         cannot cross the WIT ``string``): ``invalid_text`` for the tool result
-        text, ``invalid_input`` for the request, tool name, agent or Jev model.
-        The caller then fails open without calling the guest."""
+        text, ``invalid_input`` for the request, tool name, agent, scorer name
+        (the ``host(name)`` label) or Jev model. See :meth:`_ill_formed`."""
         fields = (
             ("the tool result text", text),
             ("the request", self.request),
             ("the tool name", tool),
             ("the agent", self.agent),
+            ("the scorer name", self._scorer_choice()),
             ("the Jev model", self.jev_model),
         )
         for what, value in fields:
             if isinstance(value, str) and _ill_formed(value):
                 return _surrogates(what, value)
         return None
+
+    def _ill_formed(self, tool: str, text: str, ok: bool, prunable: bool, seq: int, invalid: CallError) -> Pruned:
+        """A prune input that cannot cross the WIT ``string``. When a
+        host-known cheap gate fails (pruning off, the call failed, the tool not
+        prunable) the answer is the guest's own, as for a well-formed text
+        (SPEC §12: no ``tool prune:`` line): the guest skips a copy whose
+        surrogates are U+FFFD (it cannot call a scorer then; none is behind the
+        import anyway) and the original ``str`` is put back as body and raw.
+        Otherwise, or if the guest did anything but pass the copy through, the
+        call fails open without calling the guest (``invalid_text`` /
+        ``invalid_input`` and the host's line). The 4,000-character gate is
+        the guest's to count."""
+        if self.enabled and ok and prunable:
+            return self._settle(tool, text, seq, invalid)
+        answer = self._call(lambda i: i.call("prune", self._input(tool, text, ok, prunable, seq, clean=True)), None)
+        if isinstance(answer, CallError):
+            return self._settle(tool, text, seq, answer)
+        report = _engine.lift_report(answer)
+        if report.record is not None or report.log_line is not None or report.body != _clean(text):
+            return self._settle(tool, text, seq, invalid)
+        with self._state:
+            self._pending.discard(seq)
+        report = dataclasses.replace(report, body=text, raw=text)
+        return Pruned(text, text, report.outcome, report, None)
 
     def _sync_score(self, request: ScoringRequest) -> ScoringResponse:
         if self._cancel.cancelled:  # a cancelled turn scores nothing more

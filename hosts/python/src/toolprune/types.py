@@ -198,7 +198,8 @@ class GuestFailure:
     Python scorer raised), ``invalid_text`` (the tool result text holds
     surrogate code points, e.g. from ``errors="surrogateescape"``: it cannot
     cross the WIT ``string``, so the guest was not called) or
-    ``invalid_input`` (the same for the request, tool name, agent or Jev model)."""
+    ``invalid_input`` (the same for the request, tool name, agent, scorer name
+    or Jev model)."""
     message: str
     """wasmtime's or the scorer's message, for diagnosis. Carries no document text."""
 
