@@ -165,6 +165,51 @@ pub fn failure_class(status: Option<u16>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The body built the plain way (serde_json for every string, the
+    /// instructions escaped per question): `encode_request` must write the
+    /// same bytes.
+    fn reference(model: Option<&str>, basis: &str, chunks: &[(usize, &str)]) -> String {
+        let j = |s: &str| serde_json::to_string(s).unwrap();
+        let mut out = String::from("{");
+        if let Some(m) = model {
+            out += &format!("\"model\":{},", j(m));
+        }
+        out += &format!("\"state\":{{\"request\":{},\"chunks\":{{", j(basis));
+        let parts: Vec<String> = chunks.iter().map(|(i, t)| format!("{}:{}", j(&chunk_name(*i)), j(t))).collect();
+        out += &parts.join(",");
+        out += "}},\"questions\":{";
+        let questions: Vec<String> = chunks
+            .iter()
+            .map(|(i, _)| {
+                let name = chunk_name(*i);
+                format!(
+                    "{}:{{\"type\":\"noul\",\"instructions\":{},\"criteria\":{{\"true\":{},\"false\":{}}}}}",
+                    j(&name),
+                    j(&INSTRUCTIONS.replace("{chunk}", &name)),
+                    j(CRITERIA_TRUE),
+                    j(CRITERIA_FALSE)
+                )
+            })
+            .collect();
+        out += &questions.join(",");
+        out += "}}";
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn encode_request_writes_the_reference_bytes(
+            model in proptest::option::of("[a-z0-9@/._-]{1,20}"),
+            basis in any::<String>(),
+            texts in proptest::collection::vec(any::<String>(), 1..5),
+            first in 0usize..1000,
+        ) {
+            let chunks: Vec<(usize, &str)> = texts.iter().enumerate().map(|(k, t)| (first + k, t.as_str())).collect();
+            prop_assert_eq!(encode_request(model.as_deref(), &basis, &chunks), reference(model.as_deref(), &basis, &chunks));
+        }
+    }
 
     #[test]
     fn question_text_is_frozen() {
