@@ -200,19 +200,6 @@ fn main() -> anyhow::Result<()> {
     let fueled = Wasm::new(true)?;
     let unfueled = Wasm::new(false)?;
 
-    if std::env::var("BENCH_PROFILE_TURN").is_ok() {
-        // For `perf record`: only calls through `Turn::on_tool_result` (fresh instance each).
-        let pruner = toolprune_host::Pruner::shared()?;
-        for _ in 0..runs {
-            let mut options = toolprune_host::TurnOptions::new(REQUEST);
-            options.enabled = true;
-            let mut turn = toolprune_host::Turn::new(pruner, std::sync::Arc::new(toolprune_host::OfflineScorer), options)
-                .with_log(std::sync::Arc::new(toolprune_host::CapturedLog::new()));
-            turn.on_tool_result(toolprune_host::ToolResult::prunable("fetch", pep100k.as_str()));
-        }
-        return Ok(());
-    }
-
     if std::env::var("BENCH_PROFILE_WASM").is_ok() {
         // For `perf record`: only the fuel-off component's guest work on the PEP.
         let input = host_input(&pep, false);

@@ -23,6 +23,7 @@ returned, 3 failed (Jev could not judge), 2 an invalid rules file or usage,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import unicodedata
@@ -192,15 +193,7 @@ def prune_report(pruned: Pruned, scorer: str) -> "dict[str, Any]":
     return {
         "outcome": report.outcome,
         "shape": report.shape,
-        "counts": {
-            "raw_chars": c.raw_chars,
-            "kept_chars": c.kept_chars,
-            "paragraphs": c.paragraphs,
-            "dropped": c.dropped,
-            "calls": c.calls,
-            "jev_tokens": c.jev_tokens,
-            "ms": c.ms,
-        },
+        "counts": dataclasses.asdict(c),
         "ratio": report.ratio,
         "threshold": report.threshold,
         "scorer": scorer,
