@@ -24,7 +24,7 @@
 
 use std::ops::Range;
 
-use crate::component::exports::toolprune::pruner::pruner::Lang;
+use crate::component::wit::types::Lang;
 use crate::limits::MAX_PARAGRAPH_CHARS;
 use crate::marker;
 use crate::split::Paragraph;
@@ -132,14 +132,16 @@ pub fn assemble(raw: &str, units: &[Paragraph], drop: &[bool], lang: Lang, id: &
     out
 }
 
-/// The units `picked` of `raw` as one JSON array text of their raw spans, in order.
-pub fn omitted_text(raw: &str, units: &[Paragraph], picked: &[usize]) -> String {
-    let mut out = String::from("[");
-    for (k, &i) in picked.iter().enumerate() {
+/// Dropped elements (their raw spans, in order) as one JSON array text:
+/// `[<raw a>,\n<raw b>]` (what `omitted` returns for a JSON array).
+pub fn omitted_text(elements: &[&str]) -> String {
+    let mut out = String::with_capacity(elements.iter().map(|e| e.len() + 2).sum::<usize>() + 2);
+    out.push('[');
+    for (k, e) in elements.iter().enumerate() {
         if k > 0 {
             out.push_str(",\n");
         }
-        out.push_str(&raw[units[i].start..units[i].end]);
+        out.push_str(e);
     }
     out.push(']');
     out
@@ -352,7 +354,7 @@ mod tests {
         let raw = posts(4, " , ");
         let a = array(&raw);
         let units = a.units(&raw);
-        let text = omitted_text(&raw, &units, &[1, 3]);
+        let text = omitted_text(&[&raw[units[1].start..units[1].end], &raw[units[3].start..units[3].end]]);
         assert_eq!(text, format!("[{},\n{}]", post(1), post(3)));
         let v: Vec<Value> = serde_json::from_str(&text).unwrap();
         assert_eq!(v.len(), 2);

@@ -1,45 +1,39 @@
-//! The WIT bindings (`wit/pruner.wit`, world `toolprune`) and the export of
-//! the pure modules as the component. On native targets the bindings compile
-//! too, so the modules use the same types in unit tests; only the `export!`
-//! is wasm-only.
+//! The WIT bindings (`wit/`, world `toolprune`) and the export of the pure
+//! modules as the component. On native targets the bindings compile too, so
+//! the modules use the same types in unit tests; only the `export!` is
+//! wasm-only. The world imports nothing.
 
 wit_bindgen::generate!({
     world: "toolprune",
     path: "../wit",
 });
 
-use exports::toolprune::pruner::pruner::{
-    Guest, GuestPruneJob, Lang, OmittedResult, ParagraphInfo, PruneInput, Pruned, StoredResult, ToolSpec,
-};
-use toolprune::pruner::types::{ScoringRequest, ScoringResponse};
+/// The generated types by interface, for the domain modules.
+pub mod wit {
+    pub use super::exports::toolprune::pruner::{judge, omitted, pruner, settings, types};
+}
+
+use exports::toolprune::pruner::{judge, omitted, pruner, settings};
+use wit::types::{Lang, ScoringRequest, ScoringResponse};
 
 /// The exported component.
 pub struct Component;
 
-impl Guest for Component {
+
+impl pruner::Guest for Component {
     type PruneJob = crate::prune::Job;
 
-    fn prune(input: PruneInput) -> Pruned {
-        let job = crate::prune::Job::start(input);
-        let response = job.request_ref().map(toolprune::pruner::scorer::score);
-        job.complete(response)
+    fn stub_scores(request: ScoringRequest) -> ScoringResponse {
+        crate::stub::scores(&request)
     }
 
-    fn omitted(arguments: String, lang: Lang, agent: String, store: Vec<StoredResult>) -> OmittedResult {
-        crate::omitted::omitted(&arguments, lang, &agent, &store)
-    }
-
-    fn omitted_tool(lang: Lang) -> ToolSpec {
-        crate::omitted::tool_spec(lang)
-    }
-
-    fn paragraphs(text: String) -> Vec<ParagraphInfo> {
-        crate::prune::paragraph_infos(&text)
+    fn inspect(text: String) -> pruner::Inspection {
+        crate::prune::inspect(&text)
     }
 }
 
-impl GuestPruneJob for crate::prune::Job {
-    fn new(input: PruneInput) -> Self {
+impl pruner::GuestPruneJob for crate::prune::Job {
+    fn new(input: pruner::PruneInput) -> Self {
         crate::prune::Job::start(input)
     }
 
@@ -47,33 +41,124 @@ impl GuestPruneJob for crate::prune::Job {
         self.request()
     }
 
-    fn finish(&self, response: Option<ScoringResponse>) -> Pruned {
-        self.complete(response)
+    fn finish(&self, response: Option<ScoringResponse>, id_number: u32) -> pruner::Pruned {
+        self.complete(response, id_number)
+    }
+}
+
+impl omitted::Guest for Component {
+    fn requested_id(arguments: String) -> Option<String> {
+        crate::omitted::requested_id(&arguments)
+    }
+
+    fn answer(arguments: String, lang: Lang, agent: String, found: Option<pruner::StoredResult>) -> omitted::OmittedResult {
+        crate::omitted::answer(&arguments, lang, &agent, found.as_ref())
+    }
+
+    fn tool(lang: Lang, dialect: omitted::Dialect) -> String {
+        crate::omitted::tool(lang, dialect)
+    }
+
+    fn unavailable(lang: Lang) -> String {
+        crate::omitted::unavailable(lang)
+    }
+}
+
+impl settings::Guest for Component {
+    fn version() -> String {
+        crate::settings::VERSION.to_string()
+    }
+
+    fn threshold(value: String) -> Result<f64, String> {
+        crate::settings::threshold(&value)
+    }
+
+    fn variables() -> Vec<String> {
+        crate::settings::VARIABLES.iter().map(|v| v.to_string()).collect()
+    }
+
+    fn config_path(env: Vec<(String, String)>) -> Option<String> {
+        crate::settings::config_path(&env)
+    }
+
+    fn resolve(env: Vec<(String, String)>, file: Option<String>) -> Result<settings::Config, String> {
+        crate::settings::resolve(&env, file.as_deref()).map(|c| settings::Config {
+            enabled: c.enabled,
+            threshold: c.threshold,
+            lang: if c.lang_ja { Lang::Ja } else { Lang::En },
+            jev: c.jev.map(|e| settings::JevEndpoint { route: e.route.to_string(), url: e.url, model: e.model, loopback: e.loopback }),
+            token_variable: crate::settings::TOKEN_VARIABLE.to_string(),
+            prunable: c.prunable,
+            store: settings::StoreLimits { max_records: c.store.max_records, max_chars: c.store.max_chars, max_age_s: c.store.max_age_s },
+            proxy_basis: c.proxy_basis,
+        })
+    }
+
+    fn is_prunable(tool: String, globs: Vec<String>) -> bool {
+        crate::settings::is_prunable(&tool, &globs)
+    }
+
+    fn retry_delay(f: settings::RetryFacts) -> Option<u32> {
+        crate::settings::retry_delay(&crate::settings::RetryFacts {
+            attempt: f.attempt,
+            status: f.status,
+            retry_after: f.retry_after.as_deref(),
+            retry_after_ms: f.retry_after_ms.as_deref(),
+            now_unix_ms: f.now_unix_ms,
+            remaining_ms: f.remaining_ms,
+        })
+    }
+
+    fn call_limits_for(text_bytes: u64) -> settings::CallLimits {
+        let (fuel, wall_ms, memory_bytes) = crate::settings::call_limits(text_bytes);
+        settings::CallLimits { fuel, wall_ms, memory_bytes }
+    }
+
+    fn failure_line(
+        operation: settings::Operation,
+        agent: String,
+        tool: String,
+        failure: settings::HostFailure,
+        limit: Option<settings::Limit>,
+    ) -> String {
+        use crate::settings::Operation as Op;
+        let op = match operation {
+            settings::Operation::Prune => Op::Prune,
+            settings::Operation::Omitted => Op::Omitted,
+            settings::Operation::Judge => Op::Judge,
+        };
+        let reason = match failure {
+            settings::HostFailure::GuestTrap => "guest_trap",
+            settings::HostFailure::InvalidText => "invalid_text",
+            settings::HostFailure::InvalidInput => "invalid_input",
+        };
+        let limit = limit.map(|l| match l {
+            settings::Limit::Fuel => "fuel",
+            settings::Limit::Memory => "memory",
+            settings::Limit::WallTime => "wall_time",
+        });
+        crate::settings::failure_line(op, &agent, &tool, reason, limit)
     }
 }
 
 /// The judge router (`wit/judge.wit`, [`crate::judge`]).
-impl exports::toolprune::pruner::judge::Guest for Component {
+impl judge::Guest for Component {
     type JudgeJob = crate::judge::Job;
 
     fn route(
         rules: String,
         message: String,
         jev_model: Option<String>,
-        answers: Option<String>,
-    ) -> Result<exports::toolprune::pruner::judge::Decision, Vec<exports::toolprune::pruner::judge::LoadError>> {
-        crate::judge::route(&rules, message, jev_model, answers, toolprune::pruner::scorer::score)
+        answers: String,
+    ) -> Result<judge::Decision, Vec<judge::LoadError>> {
+        crate::judge::route(&rules, message, jev_model, &answers)
     }
 }
 
-impl exports::toolprune::pruner::judge::GuestJudgeJob for crate::judge::Job {
-    fn load(
-        rules: String,
-        message: String,
-        jev_model: Option<String>,
-    ) -> Result<exports::toolprune::pruner::judge::JudgeJob, Vec<exports::toolprune::pruner::judge::LoadError>> {
+impl judge::GuestJudgeJob for crate::judge::Job {
+    fn load(rules: String, message: String, jev_model: Option<String>) -> Result<judge::JudgeJob, Vec<judge::LoadError>> {
         crate::judge::Job::load(&rules, message, jev_model)
-            .map(exports::toolprune::pruner::judge::JudgeJob::new)
+            .map(judge::JudgeJob::new)
             .map_err(crate::judge::load_errors_to_wit)
     }
 
@@ -81,7 +166,7 @@ impl exports::toolprune::pruner::judge::GuestJudgeJob for crate::judge::Job {
         crate::judge::Job::scoring_request(self)
     }
 
-    fn finish(&self, response: ScoringResponse) -> exports::toolprune::pruner::judge::Decision {
+    fn finish(&self, response: ScoringResponse) -> judge::Decision {
         crate::judge::Job::finish(self, response)
     }
 }

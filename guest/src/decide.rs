@@ -1,18 +1,9 @@
 //! SPEC §7 and §9: which paragraphs drop, the assembled body, and the floor.
 
-use crate::component::exports::toolprune::pruner::pruner::Lang;
-use crate::limits::{DEFAULT_THRESHOLD, MIN_REDUCTION, THRESHOLDS};
+use crate::component::wit::types::Lang;
+use crate::limits::MIN_REDUCTION;
 use crate::marker;
 use crate::split::Paragraph;
-
-/// The threshold in effect: one of 0.1 / 0.2 / 0.3 / 0.5, else 0.2 (SPEC §6).
-pub fn threshold(requested: f64) -> f64 {
-    THRESHOLDS
-        .iter()
-        .copied()
-        .find(|t| (t - requested).abs() < 1e-9)
-        .unwrap_or(DEFAULT_THRESHOLD)
-}
 
 /// What the scores say, before any body is assembled (SPEC §7).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,15 +119,6 @@ pub fn clears_floor(ratio: f64) -> bool {
 mod tests {
     use super::*;
     use crate::split::split;
-
-    #[test]
-    fn threshold_falls_back_to_0_2() {
-        assert_eq!(threshold(0.1), 0.1);
-        assert_eq!(threshold(0.5), 0.5);
-        assert_eq!(threshold(0.22), 0.2);
-        assert_eq!(threshold(f64::NAN), 0.2);
-        assert_eq!(threshold(-1.0), 0.2);
-    }
 
     #[test]
     fn below_threshold_drops_and_equal_keeps() {

@@ -85,6 +85,8 @@ pub struct Decoded {
     pub scores: Vec<Option<f64>>,
     /// `usage.input_tokens`, 0 when absent.
     pub input_tokens: u64,
+    /// The answer's `model` (the version the service ran), when it names one.
+    pub model: Option<String>,
 }
 
 /// Why a response body could not be decoded at all (the batch fails; SPEC §11).
@@ -130,7 +132,14 @@ pub fn decode_response(body: &str, indices: &[usize]) -> Result<Decoded, DecodeE
         .and_then(|u| u.get("input_tokens"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    Ok(Decoded { scores, input_tokens })
+    // The served model, for `jev check`: a short printable name only.
+    let model = inner
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|m| !m.is_empty() && m.chars().count() <= 100 && m.chars().all(|c| c.is_ascii_graphic()))
+        .map(str::to_string);
+    Ok(Decoded { scores, input_tokens, model })
 }
 
 /// Inclusive status ranges a host may retry once (SPEC §11): 429 and 5xx.
@@ -139,14 +148,27 @@ pub const RETRY_ON: [(u16, u16); 2] = [(429, 429), (500, 599)];
 
 /// How every host must run the scorer's requests (SPEC §4.6, §11), for
 /// pruning and the judge alike: the numbers live here, not in the hosts.
-pub fn transport_policy() -> crate::component::toolprune::pruner::types::TransportPolicy {
+/// Retries are decided per answer by [`crate::settings::retry_delay`].
+pub fn transport_policy() -> crate::component::wit::types::TransportPolicy {
     use crate::limits;
-    crate::component::toolprune::pruner::types::TransportPolicy {
-        max_in_flight: limits::MAX_IN_FLIGHT,
-        deadline_ms: limits::DEADLINE_MS,
-        max_retries: limits::MAX_RETRIES,
-        retry_on: RETRY_ON.to_vec(),
-        retry_backoff_ms: limits::RETRY_BACKOFF_MS,
+    crate::component::wit::types::TransportPolicy { max_in_flight: limits::MAX_IN_FLIGHT, deadline_ms: limits::DEADLINE_MS }
+}
+
+/// The WIT enum of a failure class named by [`failure_class`] (or
+/// `undecodable`, `no-answer`, `timeout`, `cancelled`).
+pub fn class_of(name: &str) -> crate::component::wit::types::FailureClass {
+    use crate::component::wit::types::FailureClass as C;
+    match name {
+        "http-4xx" => C::Http4xx,
+        "http-5xx" => C::Http5xx,
+        "rate-limited" => C::RateLimited,
+        "out-of-credit" => C::OutOfCredit,
+        "network" => C::Network,
+        "undecodable" => C::Undecodable,
+        "timeout" => C::Timeout,
+        "cancelled" => C::Cancelled,
+        "no-answer" => C::NoAnswer,
+        _ => C::HttpOther,
     }
 }
 
@@ -256,7 +278,7 @@ mod tests {
     fn bare_and_enveloped_answers_decode_alike() {
         let bare = r#"{"model":"jev-1.13.0","answers":{"p0":{"type":"noul","noul":0.12},"p1":{"type":"noul","noul":0.9}},"usage":{"input_tokens":1834,"output_tokens":0}}"#;
         let wrapped = format!(r#"{{"success":true,"result":{bare},"errors":[],"messages":[]}}"#);
-        let expect = Decoded { scores: vec![Some(0.12), Some(0.9)], input_tokens: 1834 };
+        let expect = Decoded { scores: vec![Some(0.12), Some(0.9)], input_tokens: 1834, model: Some("jev-1.13.0".into()) };
         assert_eq!(decode_response(bare, &[0, 1]).unwrap(), expect);
         assert_eq!(decode_response(&wrapped, &[0, 1]).unwrap(), expect);
     }
@@ -267,6 +289,7 @@ mod tests {
         let d = decode_response(body, &[0, 1, 2, 3, 4, 5]).unwrap();
         assert_eq!(d.scores, vec![None, None, None, None, None, Some(1.0)]);
         assert_eq!(d.input_tokens, 0);
+        assert_eq!(d.model, None);
     }
 
     #[test]

@@ -31,3 +31,27 @@ pub const DEFAULT_THRESHOLD: f64 = 0.2;
 pub const WRAPPER_SHARE: f64 = 0.6;
 /// SPEC §10: characters returned by one `omitted` call, at most.
 pub const OMITTED_MAX_CHARS: usize = 20_000;
+
+/// SPEC §10: a conversation's store keeps at most this many pruned results (oldest evicted first).
+pub const STORE_MAX_RECORDS: u32 = 256;
+/// SPEC §10: … and at most this many characters of dropped text.
+pub const STORE_MAX_CHARS: u64 = 16_000_000;
+/// SPEC §10: an on-disk session store untouched this long is deleted (seconds; 2 days).
+pub const STORE_MAX_AGE_S: u64 = 172_800;
+
+/// Fuel for one call into the guest: this base (≈ 2 s of guest work here)…
+pub const FUEL_BASE: u64 = 5_000_000_000;
+/// … plus this much per byte of the text. Pruning costs ≈ 150–1,200 fuel per
+/// byte (more with many short paragraphs); 5,000 leaves room and still stops
+/// a looping guest.
+pub const FUEL_PER_BYTE: u64 = 5_000;
+/// Wall time for one call in hosts without fuel (Node): this base (ms)…
+pub const WALL_MS_BASE: u32 = 5_000;
+/// … plus 1 ms per this many bytes of the text.
+pub const WALL_BYTES_PER_MS: u64 = 1_000;
+/// Linear memory of an instance: this base…
+pub const MEMORY_BASE: u64 = 256 << 20;
+/// … plus this many bytes per byte of the text (the guest holds a few copies) …
+pub const MEMORY_PER_BYTE: u64 = 16;
+/// … and at most this (wasm32 addresses 4 GiB).
+pub const MEMORY_MAX: u64 = 3 << 30;

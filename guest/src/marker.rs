@@ -1,6 +1,6 @@
 //! SPEC §9: the header and the markers that name what was dropped, in ja and en.
 
-use crate::component::exports::toolprune::pruner::pruner::Lang;
+use crate::component::wit::types::Lang;
 
 /// `n` with thousands separators: `9388` → `9,388`.
 pub fn thousands(n: usize) -> String {

@@ -1,13 +1,15 @@
 //! SPEC §10: `omitted` — the way back to dropped paragraphs, and the tool's
-//! name, description and JSON schema in ja and en.
+//! name, description and JSON schema in ja and en, in each SDK's shape.
+//!
+//! A stored result ([`StoredResult`]) holds the dropped units verbatim with
+//! their numbers and the unit count, so answering never splits or
+//! classifies a text again: the answer depends only on the record.
 
-use crate::component::exports::toolprune::pruner::pruner::{
-    Lang, OmittedOutcome, OmittedResult, StoredResult, ToolSpec,
-};
+use crate::component::wit::omitted::{Dialect, OmittedOutcome, OmittedResult};
+use crate::component::wit::pruner::{Shape, StoredResult};
+use crate::component::wit::types::Lang;
 use crate::limits::OMITTED_MAX_CHARS;
 use crate::marker::thousands;
-use crate::split::split;
-use crate::wrapper::Classified;
 use serde_json::Value;
 
 /// The tool's name as presented to the model.
@@ -22,15 +24,23 @@ struct Args {
 }
 
 /// A non-negative integer, also when a model wrote it as `"8"` or `8.0`.
+/// Integers past `u64` (`99999999999999999999`, `1e20`) saturate, so a huge
+/// `to` is clamped like any other (SPEC §10).
 fn index(v: Option<&Value>) -> Option<usize> {
-    match v? {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1e15).map(|f| f as u64))
-            .map(|n| n as usize),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
+    let whole = |f: f64| (f.is_finite() && f.fract() == 0.0 && f >= 0.0).then(|| if f >= u64::MAX as f64 { u64::MAX } else { f as u64 });
+    let n = match v? {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().and_then(whole))?,
+        Value::String(s) => {
+            let t = s.trim();
+            if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+                t.parse::<u64>().unwrap_or(u64::MAX)
+            } else {
+                t.parse::<f64>().ok().and_then(whole)?
+            }
+        }
+        _ => return None,
+    };
+    Some(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 /// Parse the model's JSON; `Err(name)` names the first bad argument.
@@ -73,12 +83,19 @@ fn loggable_id(id: &str) -> &str {
     }
 }
 
-/// Answer one `omitted` call (SPEC §10). `store` holds this turn's stored
-/// results. Returns only dropped paragraphs in `from..=to` (clamped to the
-/// last paragraph), verbatim, at most 20,000 characters; otherwise a text for
-/// the model saying what to do. Never fails.
-pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult]) -> OmittedResult {
-    let agent = if agent.is_empty() { "-" } else { agent };
+/// The id the model's arguments ask for (upper-cased `P…`), to look up in
+/// the store; `None` when the arguments are invalid ([`answer`] says why).
+pub fn requested_id(arguments: &str) -> Option<String> {
+    parse(arguments).ok().map(|a| a.id)
+}
+
+/// Answer one `omitted` call (SPEC §10) from `found`, the stored result
+/// with the requested id (`None`: `not_found`). Returns only dropped
+/// paragraphs in `from..=to` (clamped to the last paragraph), verbatim, at
+/// most 20,000 characters; otherwise a text for the model saying what to
+/// do. Never fails.
+pub fn answer(arguments: &str, lang: Lang, agent: &str, found: Option<&StoredResult>) -> OmittedResult {
+    let agent = crate::log::label(agent);
     let args = match parse(arguments) {
         Ok(a) => a,
         Err(name) => {
@@ -96,20 +113,20 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
             args.from
         )
     };
-    let Some(stored) = store.iter().find(|s| s.id == args.id) else {
+    let Some(stored) = found.filter(|s| s.id == args.id) else {
         let text = match lang {
-            Lang::Ja => format!("id={} の本文はこのターンには在りません。省略の印に書かれている id を渡してください。", args.id),
-            Lang::En => format!("There is no text with id={} in this turn. Pass the id written in the omission marker.", args.id),
+            Lang::Ja => format!(
+                "id={} の本文はここには在りません（期限切れの可能性があります）。省略の印に書かれている id を渡すか、ツールをもう一度呼んでください。",
+                args.id
+            ),
+            Lang::En => format!(
+                "There is no text with id={} here (it may have expired). Pass the id written in the omission marker, or call the tool again.",
+                args.id
+            ),
         };
         return OmittedResult { outcome: OmittedOutcome::NotFound, text, log_line: log(args.to, 0, "not_found") };
     };
-    // A JSON array's record holds the raw JSON text: its units are the
-    // elements, found again by the same deterministic classification.
-    let (paragraphs, is_array) = match crate::wrapper::classify(&stored.text) {
-        Classified::Array(a) => (a.units(&stored.text), true),
-        _ => (split(&stored.text), false),
-    };
-    let last = paragraphs.len().saturating_sub(1);
+    let last = (stored.units as usize).saturating_sub(1);
     if args.from > last {
         let text = match lang {
             Lang::Ja => format!(
@@ -124,11 +141,11 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
         return OmittedResult { outcome: OmittedOutcome::Invalid, text, log_line: log(args.to, 0, "invalid") };
     }
     let to = args.to.min(last);
-    let picked: Vec<usize> = stored
+    let picked: Vec<(usize, &str)> = stored
         .dropped
         .iter()
-        .map(|&i| i as usize)
-        .filter(|&i| i >= args.from && i <= to && i < paragraphs.len())
+        .map(|d| (d.index as usize, d.text.as_str()))
+        .filter(|&(i, _)| i >= args.from && i <= to)
         .collect();
     if picked.is_empty() {
         let text = match lang {
@@ -137,13 +154,14 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
         };
         return OmittedResult { outcome: OmittedOutcome::NotDropped, text, log_line: log(to, 0, "not_dropped") };
     }
-    let chars: usize = picked.iter().map(|&i| paragraphs[i].chars).sum();
+    let sizes: Vec<usize> = picked.iter().map(|(_, t)| t.chars().count()).collect();
+    let chars: usize = sizes.iter().sum();
     if chars > OMITTED_MAX_CHARS {
         // Suggest the widest range from `from` whose dropped paragraphs fit.
         let mut fit = 0;
-        let mut suggest_to = picked[0];
-        for &i in &picked {
-            fit += paragraphs[i].chars;
+        let mut suggest_to = picked[0].0;
+        for (&(i, _), &n) in picked.iter().zip(&sizes) {
+            fit += n;
             if fit > OMITTED_MAX_CHARS {
                 break;
             }
@@ -167,19 +185,25 @@ pub fn omitted(arguments: &str, lang: Lang, agent: &str, store: &[StoredResult])
         };
         return OmittedResult { outcome: OmittedOutcome::TooLarge, text, log_line: log(to, chars, "too_large") };
     }
-    if is_array {
-        let text = crate::array::omitted_text(&stored.text, &paragraphs, &picked);
-        return OmittedResult { outcome: OmittedOutcome::Ok, text, log_line: log(to, chars, "ok") };
-    }
-    let mut text = String::with_capacity(picked.iter().map(|&i| paragraphs[i].end - paragraphs[i].start).sum());
-    for &i in &picked {
-        text.push_str(&stored.text[paragraphs[i].start..paragraphs[i].end]);
-    }
+    let pieces: Vec<&str> = picked.iter().map(|(_, t)| *t).collect();
+    let text = match stored.shape {
+        Shape::JsonArray => crate::array::omitted_text(&pieces),
+        Shape::Text | Shape::JsonWrapper => pieces.concat(),
+    };
     OmittedResult { outcome: OmittedOutcome::Ok, text, log_line: log(to, chars, "ok") }
 }
 
-/// The `omitted` tool as presented to the model, statically (SPEC §10).
-pub fn tool_spec(lang: Lang) -> ToolSpec {
+/// What the model reads when the host could not answer (the guest trapped):
+/// the call failed, nothing was lost, try again.
+pub fn unavailable(lang: Lang) -> String {
+    match lang {
+        Lang::Ja => "省略した本文を読み出せませんでした（内部エラー）。もう一度 `omitted` を呼ぶか、ツールをもう一度呼んでください。".to_string(),
+        Lang::En => "The omitted text could not be read (an internal error). Call `omitted` again, or call the tool again.".to_string(),
+    }
+}
+
+/// The tool's name, description and JSON Schema (SPEC §10).
+fn parts(lang: Lang) -> (&'static str, Value) {
     let (description, id, from, to) = match lang {
         Lang::Ja => (
             "関連度による圧縮でツール結果から省略した段落（JSON 配列では要素）を、逐語で読みます。省略の印に書かれた id と、0 始まりの段落番号（要素番号）の範囲（from〜to、両端を含む）を渡してください。範囲のうち省略した段落だけを返します（1 回 20,000 字まで）。",
@@ -204,77 +228,129 @@ pub fn tool_spec(lang: Lang) -> ToolSpec {
         "required": ["id", "from", "to"],
         "additionalProperties": false,
     });
-    ToolSpec { name: TOOL_NAME.to_string(), description: description.to_string(), input_schema: schema.to_string() }
+    (description, schema)
+}
+
+/// The `omitted` tool as presented to the model, statically (SPEC §10): a
+/// JSON object text in the SDK's shape (`dialect`).
+pub fn tool(lang: Lang, dialect: Dialect) -> String {
+    let (description, schema) = parts(lang);
+    let v = match dialect {
+        Dialect::Plain => serde_json::json!({"name": TOOL_NAME, "description": description, "parameters": schema}),
+        Dialect::Openai => serde_json::json!({"type": "function", "function": {"name": TOOL_NAME, "description": description, "parameters": schema}}),
+        Dialect::Anthropic => serde_json::json!({"name": TOOL_NAME, "description": description, "input_schema": schema}),
+        Dialect::Mcp => serde_json::json!({"name": TOOL_NAME, "description": description, "inputSchema": schema}),
+    };
+    v.to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::component::wit::pruner::DroppedUnit;
 
     /// Ten paragraphs of 200 characters; 2, 3, 4 and 8 dropped.
-    fn store() -> (Vec<StoredResult>, Vec<String>) {
-        let paras: Vec<String> = (0..10).map(|i| format!("{i}{}", "z".repeat(197))).collect();
-        let text = paras.join("\n\n");
-        (vec![StoredResult { id: "P1".into(), text, dropped: vec![2, 3, 4, 8] }], paras)
+    fn record() -> (StoredResult, Vec<String>) {
+        let paras: Vec<String> = (0..10).map(|i| format!("{i}{}\n\n", "z".repeat(197))).collect();
+        let dropped = [2usize, 3, 4, 8].iter().map(|&i| DroppedUnit { index: i as u32, text: paras[i].clone() }).collect();
+        (StoredResult { id: "P1".into(), shape: Shape::Text, units: 10, dropped }, paras)
+    }
+
+    fn ask(args: &str, lang: Lang, r: &StoredResult) -> OmittedResult {
+        let id = requested_id(args);
+        answer(args, lang, "a", id.filter(|i| *i == r.id).map(|_| r))
     }
 
     #[test]
     fn returns_only_dropped_paragraphs_verbatim() {
-        let (store, paras) = store();
-        let r = omitted(r#"{"id":"P1","from":1,"to":8}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::Ok);
-        let expected = format!("{}\n\n{}\n\n{}\n\n{}\n\n", paras[2], paras[3], paras[4], paras[8]);
-        assert_eq!(r.text, expected);
-        assert_eq!(r.log_line, "tool omitted: agent=a id=P1 from=1 to=8 chars=800 outcome=ok");
+        let (r, paras) = record();
+        let a = ask(r#"{"id":"P1","from":1,"to":8}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::Ok);
+        assert_eq!(a.text, format!("{}{}{}{}", paras[2], paras[3], paras[4], paras[8]));
+        assert_eq!(a.log_line, "tool omitted: agent=a id=P1 from=1 to=8 chars=800 outcome=ok");
     }
 
     #[test]
     fn to_is_clamped_to_the_last_paragraph() {
-        let (store, paras) = store();
-        let r = omitted(r#"{"id":"P1","from":8,"to":999}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::Ok);
-        assert_eq!(r.text, format!("{}\n\n", paras[8]));
-        assert!(r.log_line.contains("to=9 "));
+        let (r, paras) = record();
+        let a = ask(r#"{"id":"P1","from":8,"to":999}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::Ok);
+        assert_eq!(a.text, paras[8]);
+        assert!(a.log_line.contains("to=9 "));
+    }
+
+    #[test]
+    fn a_to_past_every_integer_type_is_clamped_too() {
+        let (r, paras) = record();
+        for to in ["99999999999999999999", "1e20", "\"99999999999999999999\"", "1000000000000"] {
+            let a = ask(&format!(r#"{{"id":"P1","from":8,"to":{to}}}"#), Lang::En, &r);
+            assert_eq!(a.outcome, OmittedOutcome::Ok, "{to}");
+            assert_eq!(a.text, paras[8], "{to}");
+        }
+    }
+
+    #[test]
+    fn the_range_edges_are_inclusive() {
+        let (r, paras) = record();
+        let a = ask(r#"{"id":"P1","from":4,"to":4}"#, Lang::En, &r);
+        assert_eq!(a.text, paras[4]);
+        let a = ask(r#"{"id":"P1","from":2,"to":2}"#, Lang::En, &r);
+        assert_eq!(a.text, paras[2]);
+        let a = ask(r#"{"id":"P1","from":9,"to":9}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::NotDropped);
+        let a = ask(r#"{"id":"P1","from":10,"to":10}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::Invalid);
     }
 
     #[test]
     fn kept_range_is_not_dropped() {
-        let (store, _) = store();
-        let r = omitted(r#"{"id":"P1","from":5,"to":7}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::NotDropped);
-        assert_eq!(r.text, "No paragraph in that range was omitted; that range is already in the text.");
-        let r = omitted(r#"{"id":"P1","from":5,"to":7}"#, Lang::Ja, "a", &store);
-        assert_eq!(r.text, "指定された範囲に省略された段落はありません。その範囲は本文に既に含まれています。");
+        let (r, _) = record();
+        let a = ask(r#"{"id":"P1","from":5,"to":7}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::NotDropped);
+        assert_eq!(a.text, "No paragraph in that range was omitted; that range is already in the text.");
+        let a = ask(r#"{"id":"P1","from":5,"to":7}"#, Lang::Ja, &r);
+        assert_eq!(a.text, "指定された範囲に省略された段落はありません。その範囲は本文に既に含まれています。");
     }
 
     #[test]
-    fn unknown_id_is_not_found() {
-        let (store, _) = store();
-        let r = omitted(r#"{"id":"P2","from":0,"to":3}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::NotFound);
-        assert_eq!(r.text, "There is no text with id=P2 in this turn. Pass the id written in the omission marker.");
-        let r = omitted(r#"{"id":"P2","from":0,"to":3}"#, Lang::Ja, "a", &[]);
-        assert_eq!(r.text, "id=P2 の本文はこのターンには在りません。省略の印に書かれている id を渡してください。");
+    fn an_unknown_or_evicted_id_is_not_found_and_says_to_call_the_tool_again() {
+        let a = answer(r#"{"id":"P2","from":0,"to":3}"#, Lang::En, "a", None);
+        assert_eq!(a.outcome, OmittedOutcome::NotFound);
+        assert_eq!(a.text, "There is no text with id=P2 here (it may have expired). Pass the id written in the omission marker, or call the tool again.");
+        let a = answer(r#"{"id":"P2","from":0,"to":3}"#, Lang::Ja, "a", None);
+        assert!(a.text.contains("ツールをもう一度呼んでください"), "{}", a.text);
+    }
+
+    #[test]
+    fn a_record_of_another_id_is_never_answered_from() {
+        let (r, _) = record();
+        let a = answer(r#"{"id":"P2","from":0,"to":9}"#, Lang::En, "a", Some(&r));
+        assert_eq!(a.outcome, OmittedOutcome::NotFound);
+    }
+
+    #[test]
+    fn exactly_20000_characters_is_allowed_one_more_is_too_large() {
+        let unit = |i: u32, n: usize| DroppedUnit { index: i, text: "w".repeat(n) };
+        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, dropped: vec![unit(0, 10_000), unit(1, 10_000)] };
+        assert_eq!(ask(r#"{"id":"P3","from":0,"to":1}"#, Lang::En, &r).outcome, OmittedOutcome::Ok);
+        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, dropped: vec![unit(0, 10_000), unit(1, 10_001)] };
+        assert_eq!(ask(r#"{"id":"P3","from":0,"to":1}"#, Lang::En, &r).outcome, OmittedOutcome::TooLarge);
     }
 
     #[test]
     fn over_20000_characters_is_too_large() {
-        let paras: Vec<String> = (0..8).map(|i| format!("{i}{}", "w".repeat(4_997))).collect();
-        let text = paras.join("\n\n");
-        let store = vec![StoredResult { id: "P3".into(), text, dropped: (0..8).collect() }];
-        let r = omitted(r#"{"id":"P3","from":0,"to":7}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::TooLarge);
-        assert_eq!(r.text, "That range holds 39,998 characters, over the 20,000 limit. Narrow it (e.g. from=0, to=3).");
-        let r = omitted(r#"{"id":"P3","from":0,"to":7}"#, Lang::Ja, "a", &store);
-        assert_eq!(
-            r.text,
-            "指定された範囲は 39,998 字あり、上限の 20,000 字を超えています。範囲を狭めてください（例: from=0, to=3）。"
-        );
+        let dropped = (0..8).map(|i| DroppedUnit { index: i, text: format!("{i}{}\n\n", "w".repeat(4_997)) }).collect();
+        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 8, dropped };
+        let a = ask(r#"{"id":"P3","from":0,"to":7}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::TooLarge);
+        assert_eq!(a.text, "That range holds 40,000 characters, over the 20,000 limit. Narrow it (e.g. from=0, to=3).");
+        let a = ask(r#"{"id":"P3","from":0,"to":7}"#, Lang::Ja, &r);
+        assert_eq!(a.text, "指定された範囲は 40,000 字あり、上限の 20,000 字を超えています。範囲を狭めてください（例: from=0, to=3）。");
     }
 
     #[test]
     fn bad_arguments_are_invalid_and_named() {
-        let (store, _) = store();
+        let (r, _) = record();
         for (args, name) in [
             ("not json", "arguments"),
             ("[1,2]", "arguments"),
@@ -283,74 +359,70 @@ mod tests {
             (r#"{"id":"P1","from":1.5,"to":2}"#, "from"),
             (r#"{"id":"P1","from":3,"to":2}"#, "to"),
         ] {
-            let r = omitted(args, Lang::En, "a", &store);
-            assert_eq!(r.outcome, OmittedOutcome::Invalid, "{args}");
-            assert!(r.text.starts_with(&format!("The argument {name} is invalid.")), "{args}: {}", r.text);
+            assert_eq!(requested_id(args), None, "{args}");
+            let a = ask(args, Lang::En, &r);
+            assert_eq!(a.outcome, OmittedOutcome::Invalid, "{args}");
+            assert!(a.text.starts_with(&format!("The argument {name} is invalid.")), "{args}: {}", a.text);
         }
     }
 
     #[test]
     fn a_range_past_the_last_paragraph_is_invalid() {
-        let (store, _) = store();
-        let r = omitted(r#"{"id":"P1","from":50,"to":60}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::Invalid);
-        assert!(r.text.starts_with("The argument from is invalid: id=P1 has paragraphs 0–9."), "{}", r.text);
+        let (r, _) = record();
+        let a = ask(r#"{"id":"P1","from":50,"to":60}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::Invalid);
+        assert!(a.text.starts_with("The argument from is invalid: id=P1 has paragraphs 0–9."), "{}", a.text);
     }
 
     #[test]
-    fn model_written_ids_never_reach_the_log() {
-        let (store, _) = store();
-        let r = omitted(r#"{"id":"secret words here","from":1,"to":2}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::NotFound);
-        assert_eq!(r.log_line, "tool omitted: agent=a id=? from=1 to=2 chars=0 outcome=not_found");
+    fn model_written_ids_and_agent_labels_never_break_the_log() {
+        let a = answer(r#"{"id":"secret words here","from":1,"to":2}"#, Lang::En, "my agent", None);
+        assert_eq!(a.outcome, OmittedOutcome::NotFound);
+        assert_eq!(a.log_line, "tool omitted: agent=my_agent id=? from=1 to=2 chars=0 outcome=not_found");
     }
 
     #[test]
     fn lenient_numbers_and_lowercase_id_are_accepted() {
-        let (store, _) = store();
-        let r = omitted(r#"{"id":"p1","from":"2","to":2.0}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::Ok);
+        let (r, _) = record();
+        assert_eq!(requested_id(r#"{"id":" p1 ","from":"2","to":2.0}"#).as_deref(), Some("P1"));
+        assert_eq!(ask(r#"{"id":"p1","from":"2","to":2.0}"#, Lang::En, &r).outcome, OmittedOutcome::Ok);
     }
 
     #[test]
-    fn tool_spec_schema_is_json_with_three_required_arguments() {
+    fn every_dialect_is_a_json_object_with_the_same_schema() {
         for lang in [Lang::Ja, Lang::En] {
-            let spec = tool_spec(lang);
-            assert_eq!(spec.name, "omitted");
-            let v: Value = serde_json::from_str(&spec.input_schema).unwrap();
-            assert_eq!(v["required"], serde_json::json!(["id", "from", "to"]));
-            assert_eq!(v["properties"]["from"]["type"], "integer");
+            let plain: Value = serde_json::from_str(&tool(lang, Dialect::Plain)).unwrap();
+            let schema = &plain["parameters"];
+            assert_eq!(schema["required"], serde_json::json!(["id", "from", "to"]));
+            assert_eq!(schema["properties"]["from"]["type"], "integer");
+            let openai: Value = serde_json::from_str(&tool(lang, Dialect::Openai)).unwrap();
+            assert_eq!(openai["type"], "function");
+            assert_eq!(openai["function"]["name"], "omitted");
+            assert_eq!(&openai["function"]["parameters"], schema);
+            let anthropic: Value = serde_json::from_str(&tool(lang, Dialect::Anthropic)).unwrap();
+            assert_eq!(&anthropic["input_schema"], schema);
+            let mcp: Value = serde_json::from_str(&tool(lang, Dialect::Mcp)).unwrap();
+            assert_eq!(&mcp["inputSchema"], schema);
+            assert_eq!(mcp["description"], plain["description"]);
         }
     }
 
     #[test]
     fn an_array_record_returns_its_dropped_elements_as_a_json_array() {
         let elements: Vec<String> = (0..6).map(|i| format!(r#"{{"id": {i}, "body": "{}"}}"#, "q".repeat(300))).collect();
-        let text = format!("[\n  {}\n]\n", elements.join(",\n  "));
-        let store = vec![StoredResult { id: "P1".into(), text, dropped: vec![0, 2, 3, 5] }];
-        let r = omitted(r#"{"id":"P1","from":1,"to":3}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::Ok);
-        assert_eq!(r.text, format!("[{},\n{}]", elements[2], elements[3]));
-        let v: Vec<Value> = serde_json::from_str(&r.text).unwrap();
+        let dropped = [0usize, 2, 3, 5].iter().map(|&i| DroppedUnit { index: i as u32, text: elements[i].clone() }).collect();
+        let r = StoredResult { id: "P1".into(), shape: Shape::JsonArray, units: 6, dropped };
+        let a = ask(r#"{"id":"P1","from":1,"to":3}"#, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::Ok);
+        assert_eq!(a.text, format!("[{},\n{}]", elements[2], elements[3]));
+        let v: Vec<Value> = serde_json::from_str(&a.text).unwrap();
         assert_eq!(v[0]["id"], 2);
         let chars = 2 * elements[2].chars().count();
-        assert_eq!(r.log_line, format!("tool omitted: agent=a id=P1 from=1 to=3 chars={chars} outcome=ok"));
-        let r = omitted(r#"{"id":"P1","from":5,"to":99}"#, Lang::En, "a", &store);
-        assert_eq!(r.text, format!("[{}]", elements[5]));
-        assert!(r.log_line.contains(" to=5 "));
-        let r = omitted(r#"{"id":"P1","from":4,"to":4}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::NotDropped);
-        let r = omitted(r#"{"id":"P1","from":6,"to":9}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::Invalid);
-    }
-
-    #[test]
-    fn an_array_range_over_20000_characters_is_too_large() {
-        let elements: Vec<String> = (0..8).map(|i| format!(r#""{i}{}""#, "w".repeat(4_997))).collect();
-        let text = format!("[{}]", elements.join(","));
-        let store = vec![StoredResult { id: "P1".into(), text, dropped: (0..8).collect() }];
-        let r = omitted(r#"{"id":"P1","from":0,"to":7}"#, Lang::En, "a", &store);
-        assert_eq!(r.outcome, OmittedOutcome::TooLarge);
-        assert_eq!(r.text, "That range holds 40,000 characters, over the 20,000 limit. Narrow it (e.g. from=0, to=3).");
+        assert_eq!(a.log_line, format!("tool omitted: agent=a id=P1 from=1 to=3 chars={chars} outcome=ok"));
+        let a = ask(r#"{"id":"P1","from":5,"to":99}"#, Lang::En, &r);
+        assert_eq!(a.text, format!("[{}]", elements[5]));
+        assert!(a.log_line.contains(" to=5 "));
+        assert_eq!(ask(r#"{"id":"P1","from":4,"to":4}"#, Lang::En, &r).outcome, OmittedOutcome::NotDropped);
+        assert_eq!(ask(r#"{"id":"P1","from":6,"to":9}"#, Lang::En, &r).outcome, OmittedOutcome::Invalid);
     }
 }

@@ -6,11 +6,11 @@
 //! the `prune-job` resource hands the same three steps to hosts that must not
 //! block (Node, asyncio).
 
-use crate::component::exports::toolprune::pruner::pruner::{
-    BatchFailure, Counts, Fate, Outcome, ParagraphInfo, ParagraphKind, ParagraphReport, PruneInput, Pruned,
-    ScorerChoice, Shape, StoredResult,
+use crate::component::wit::pruner::{
+    BatchFailure, Counts, DroppedUnit, Fate, Gate, Inspection, Outcome, ParagraphReport, PruneInput, Pruned,
+    ScorerChoice, Shape, StoredResult, UnitInfo, UnitKind,
 };
-use crate::component::toolprune::pruner::types::{
+use crate::component::wit::types::{
     Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop,
 };
 use crate::decide::{self, Verdict};
@@ -37,7 +37,10 @@ struct Plan {
 
 enum Stage {
     /// A cheap gate stopped the call: raw, no log line (SPEC §2).
-    Skipped,
+    Skipped(Gate),
+    /// The threshold is not one of the four: raw, `failed` (SPEC §6; hosts
+    /// check user input with `settings.threshold` first).
+    BadThreshold,
     /// JSON that is not a wrapper: raw, `structured` (SPEC §8).
     Structured,
     /// The basis is under 20 characters: raw, `no_basis` (SPEC §3).
@@ -60,15 +63,17 @@ impl Job {
     /// Apply the gates, split, and plan the batches (SPEC §2–§4). Never fails.
     pub fn start(input: PruneInput) -> Job {
         let raw_chars = input.text.chars().count();
-        let threshold = decide::threshold(input.threshold);
+        let threshold = input.threshold;
         let facts = gates::Facts {
             enabled: input.enabled,
             succeeded: input.succeeded,
             prunable: input.prunable,
             raw_chars,
         };
-        let stage = if !gates::pass(facts) {
-            Stage::Skipped
+        let stage = if let Some(gate) = gates::stopped_by(facts) {
+            Stage::Skipped(gate)
+        } else if !crate::settings::is_threshold(threshold) {
+            Stage::BadThreshold
         } else {
             match wrapper::classify(&input.text) {
                 Classified::Structured => Stage::Structured,
@@ -109,9 +114,16 @@ impl Job {
 
     /// Decide and assemble from the scorer's response (SPEC §5–§12). `None`
     /// while a call was due means the host did not score: `failed`, raw.
-    pub fn complete(&self, response: Option<ScoringResponse>) -> Pruned {
+    /// `id_number`: the conversation's count of stored results so far + 1;
+    /// an `ok` result is stored as `P{id_number}` (SPEC §10).
+    pub fn complete(&self, response: Option<ScoringResponse>, id_number: u32) -> Pruned {
         let plan = match &self.stage {
-            Stage::Skipped => return self.unchanged(Outcome::Ok, None, &[], Scoring::none(), false),
+            Stage::Skipped(gate) => {
+                let mut out = self.unchanged(Outcome::Skipped, None, &[], Scoring::none(), false);
+                out.gate = Some(*gate);
+                return out;
+            }
+            Stage::BadThreshold => return self.unchanged(Outcome::Failed, None, &[], Scoring::none(), true),
             Stage::Structured => return self.unchanged(Outcome::Structured, None, &[], Scoring::none(), true),
             Stage::NoBasis { shape, paragraphs } => {
                 return self.unchanged(Outcome::NoBasis, Some(*shape), paragraphs, Scoring::none(), true)
@@ -149,10 +161,9 @@ impl Job {
         let drop = match decide::verdict(&scoring.scores, self.threshold) {
             Verdict::AllDropped => {
                 let below = scoring.scores.iter().filter(|s| matches!(s, Some(p) if *p < self.threshold)).count();
-                let timed = scoring.timed;
                 let mut out = self.unchanged(Outcome::AllDropped, Some(shape), &plan.paragraphs, scoring, false);
                 out.counts.dropped = below as u32;
-                out.log_line = Some(self.log_line(&out, timed));
+                out.log_line = Some(self.log_line(&out));
                 return out;
             }
             Verdict::NothingDropped => {
@@ -160,7 +171,7 @@ impl Job {
             }
             Verdict::Drop(drop) => drop,
         };
-        let id = format!("P{}", self.input.sequence.max(1));
+        let id = format!("P{}", id_number.max(1));
         let text = plan.text(&self.input.text);
         let lang = self.input.lang;
         let body = match &plan.target {
@@ -175,22 +186,26 @@ impl Job {
         let ratio = decide::ratio(self.raw_chars, body_chars);
         let dropped = drop.iter().filter(|d| **d).count();
         if !decide::clears_floor(ratio) {
-            let timed = scoring.timed;
             let mut out = self.unchanged(Outcome::BelowFloor, Some(shape), &plan.paragraphs, scoring, false);
             out.counts.dropped = dropped as u32;
             out.ratio = Some(ratio);
-            out.log_line = Some(self.log_line(&out, timed));
+            out.log_line = Some(self.log_line(&out));
             return out;
         }
         let timed = scoring.timed;
         let record = StoredResult {
             id,
-            text: text.to_string(),
-            dropped: (0..drop.len()).filter(|&i| drop[i]).map(|i| i as u32).collect(),
+            shape,
+            units: plan.paragraphs.len() as u32,
+            dropped: (0..drop.len())
+                .filter(|&i| drop[i])
+                .map(|i| DroppedUnit { index: i as u32, text: text[plan.paragraphs[i].start..plan.paragraphs[i].end].to_string() })
+                .collect(),
         };
         let mut out = Pruned {
-            raw: self.input.text.clone(),
+            body: Some(body),
             outcome: Outcome::Ok,
+            gate: None,
             shape: Some(shape),
             counts: Counts {
                 raw_chars: self.raw_chars as u32,
@@ -199,17 +214,17 @@ impl Job {
                 dropped: dropped as u32,
                 calls: scoring.calls,
                 jev_tokens: scoring.tokens,
-                ms,
+                ms: timed.then_some(ms),
             },
             ratio: Some(ratio),
             threshold: self.threshold,
             log_line: None,
             record: Some(record),
-            paragraphs: reports(&plan.paragraphs, &scoring.scores, Some(&drop)),
+            paragraphs: if self.input.report { reports(&plan.paragraphs, &scoring.scores, Some(&drop)) } else { Vec::new() },
             failures: scoring.failures,
-            body,
+            served_model: scoring.model,
         };
-        out.log_line = Some(self.log_line(&out, timed));
+        out.log_line = Some(self.log_line(&out));
         out
     }
 
@@ -222,12 +237,11 @@ impl Job {
         scoring: Scoring,
         log: bool,
     ) -> Pruned {
-        let timed = scoring.timed;
         let scores = if scoring.scores.is_empty() { vec![None; paragraphs.len()] } else { scoring.scores };
         let mut out = Pruned {
-            body: self.input.text.clone(),
-            raw: self.input.text.clone(),
+            body: None,
             outcome,
+            gate: None,
             shape,
             counts: Counts {
                 raw_chars: self.raw_chars as u32,
@@ -236,81 +250,45 @@ impl Job {
                 dropped: 0,
                 calls: scoring.calls,
                 jev_tokens: scoring.tokens,
-                ms: scoring.ms,
+                ms: scoring.timed.then_some(scoring.ms),
             },
             ratio: None,
             threshold: self.threshold,
             log_line: None,
             record: None,
-            paragraphs: reports(paragraphs, &scores, None),
+            paragraphs: if self.input.report { reports(paragraphs, &scores, None) } else { Vec::new() },
             failures: scoring.failures,
+            served_model: scoring.model,
         };
         if log {
-            out.log_line = Some(self.log_line(&out, timed));
+            out.log_line = Some(self.log_line(&out));
         }
         out
     }
 
-    /// The `tool prune:` line (SPEC §12): counts only, never text. `shape=` is
-    /// absent for `structured`; `ratio=-` where no body was assembled, `ms=-`
-    /// where no host scorer answered (`timed` false: nothing was measured).
-    fn log_line(&self, p: &Pruned, timed: bool) -> String {
-        let c = &p.counts;
-        let shape = match p.shape {
-            Some(Shape::Text) => " shape=text",
-            Some(Shape::JsonWrapper) => " shape=json_wrapper",
-            Some(Shape::JsonArray) => " shape=json_array",
-            None => "",
-        };
-        let ms = if timed { c.ms.to_string() } else { "-".to_string() };
-        let ratio = match p.ratio {
-            Some(r) => crate::number::fixed(r, 3),
-            None => "-".to_string(),
-        };
+    /// The `tool prune:` line (SPEC §12) of `p`.
+    fn log_line(&self, p: &Pruned) -> String {
         let scorer = match &self.input.scorer {
-            ScorerChoice::Offline => "offline".to_string(),
-            ScorerChoice::Host(name) => log_label(name),
+            ScorerChoice::Offline => "offline",
+            ScorerChoice::Host(name) => name.as_str(),
         };
-        format!(
-            "tool prune: agent={} name={} outcome={}{} raw_chars={} kept_chars={} paragraphs={} dropped={} calls={} jev_tokens={} ms={} threshold={} ratio={} scorer={}",
-            log_label(&self.input.agent),
-            log_label(&self.input.tool),
-            outcome_name(p.outcome),
-            shape,
-            c.raw_chars,
-            c.kept_chars,
-            c.paragraphs,
-            c.dropped,
-            c.calls,
-            c.jev_tokens,
-            ms,
-            crate::number::fixed(p.threshold, 1),
-            ratio,
-            scorer
-        )
-    }
-}
-
-/// A log label (`agent=`, `name=`, `id=`): a given name with spaces and `=` made harmless, `-` if empty.
-pub fn log_label(s: &str) -> String {
-    if s.is_empty() {
-        return "-".to_string();
-    }
-    s.chars().map(|c| if c.is_whitespace() || c == '=' || c.is_control() { '_' } else { c }).collect()
-}
-
-/// The outcome as written in logs and reports (SPEC §7).
-pub fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Ok => "ok",
-        Outcome::Structured => "structured",
-        Outcome::NoBasis => "no_basis",
-        Outcome::AllDropped => "all_dropped",
-        Outcome::NothingDropped => "nothing_dropped",
-        Outcome::BelowFloor => "below_floor",
-        Outcome::Timeout => "timeout",
-        Outcome::Failed => "failed",
-        Outcome::Cancelled => "cancelled",
+        let line = crate::log::prune_line(&crate::log::PruneLine {
+            agent: &self.input.agent,
+            tool: &self.input.tool,
+            outcome: p.outcome,
+            shape: p.shape,
+            counts: &p.counts,
+            threshold: p.threshold,
+            ratio: p.ratio,
+            scorer,
+        });
+        if crate::settings::is_threshold(p.threshold) {
+            line
+        } else {
+            // A refused threshold is not written as if it had been used.
+            let shown = format!(" threshold={} ", crate::number::fixed(p.threshold, 1));
+            line.replacen(&shown, " threshold=- ", 1)
+        }
     }
 }
 
@@ -369,11 +347,13 @@ struct Scoring {
     /// writes `ms=-` otherwise: offline scoring, gates, no answer).
     timed: bool,
     failures: Vec<BatchFailure>,
+    /// The model the Jev service named in its answers (the first that did).
+    model: Option<String>,
 }
 
 impl Scoring {
     fn none() -> Scoring {
-        Scoring { scores: Vec::new(), answered: 0, calls: 0, tokens: 0, ms: 0, timed: false, failures: Vec::new() }
+        Scoring { scores: Vec::new(), answered: 0, calls: 0, tokens: 0, ms: 0, timed: false, failures: Vec::new(), model: None }
     }
 }
 
@@ -418,7 +398,7 @@ impl Plan {
         let mut answers = answers.into_iter();
         for (b, indices) in self.batches.iter().enumerate() {
             let fail = |scoring: &mut Scoring, status: Option<u16>, class: &str| {
-                scoring.failures.push(BatchFailure { batch: b as u32, status, class: class.to_string() })
+                scoring.failures.push(BatchFailure { batch: b as u32, status, class: jev::class_of(class) })
             };
             let scores: Vec<Option<f64>> = match answers.next() {
                 None => {
@@ -437,6 +417,9 @@ impl Plan {
                 Some(BatchAnswer::JevResponse(body)) => match jev::decode_response(&body, indices) {
                     Ok(decoded) => {
                         scoring.tokens += decoded.input_tokens;
+                        if scoring.model.is_none() {
+                            scoring.model = decoded.model;
+                        }
                         decoded.scores
                     }
                     Err(_) => {
@@ -475,24 +458,64 @@ fn reports(paragraphs: &[Paragraph], scores: &[Option<f64>], drop: Option<&[bool
         .collect()
 }
 
-/// The paragraphs of `text` as pruning splits it, with byte and character
-/// spans (the `paragraphs` export; SPEC §14).
-pub fn paragraph_infos(text: &str) -> Vec<ParagraphInfo> {
-    let mut char_start = 0u32;
-    split(text)
-        .into_iter()
+/// How pruning would split `text` (the `inspect` export; SPEC §14): the
+/// shape, and the units exactly as they are split and scored — a wrapper's
+/// decoded string's paragraphs (spans in that string, and the string's span
+/// in the raw text), a JSON array's elements (spans in the raw text), or
+/// nothing for JSON that is not pruned (`structured`).
+pub fn inspect(text: &str) -> Inspection {
+    let (shape, wrapper_span, target, units) = match wrapper::classify(text) {
+        Classified::Structured => return Inspection { shape: None, wrapper_span: None, units: Vec::new() },
+        Classified::Wrapper(w) if matches!(wrapper::classify(&w.value), Classified::Array(_)) => {
+            return Inspection { shape: None, wrapper_span: None, units: Vec::new() }
+        }
+        Classified::Text => (Shape::Text, None, text, split(text)),
+        Classified::Wrapper(w) => {
+            let span = Some((w.span.start as u32, w.span.end as u32));
+            let units = split(&w.value);
+            // The units' spans are in the decoded string, returned below.
+            return Inspection { shape: Some(Shape::JsonWrapper), wrapper_span: span, units: unit_infos(&w.value, &units) };
+        }
+        Classified::Array(a) => {
+            let units = a.units(text);
+            (Shape::JsonArray, None, text, units)
+        }
+    };
+    Inspection { shape: Some(shape), wrapper_span, units: unit_infos(target, &units) }
+}
+
+fn unit_infos(text: &str, units: &[Paragraph]) -> Vec<UnitInfo> {
+    let mut char_at = 0usize;
+    let mut byte_at = 0usize;
+    units
+        .iter()
         .enumerate()
         .map(|(i, p)| {
-            let info = ParagraphInfo {
+            // Units tile a text, but a JSON array's elements leave gaps
+            // (brackets, commas): count the characters in between.
+            char_at += text[byte_at..p.start].chars().count();
+            let info = UnitInfo {
                 index: i as u32,
                 byte_start: p.start as u32,
                 byte_end: p.end as u32,
-                char_start,
-                char_end: char_start + p.chars as u32,
-                kind: if p.fixed { ParagraphKind::Fixed } else { ParagraphKind::Scored },
+                char_start: char_at as u32,
+                char_end: (char_at + p.chars) as u32,
+                kind: if p.fixed {
+                    UnitKind::Fixed
+                } else if is_blank(&text[p.start..p.end]) {
+                    UnitKind::Blank
+                } else {
+                    UnitKind::Scored
+                },
             };
-            char_start += p.chars as u32;
+            char_at += p.chars;
+            byte_at = p.end;
             info
         })
         .collect()
+}
+
+/// A unit with no visible character: kept, never sent to a scorer.
+pub fn is_blank(unit: &str) -> bool {
+    unit.chars().all(char::is_whitespace)
 }

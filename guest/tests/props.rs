@@ -14,9 +14,9 @@
 //! `replace` alone is `wrapper::tests::replace_parses_keeps_outside_bytes_and_decodes_to_the_new_value`.
 
 use proptest::prelude::*;
-use toolprune_guest::component::exports::toolprune::pruner::pruner::{Fate, Outcome, PruneInput, Pruned, ScorerChoice};
-use toolprune_guest::component::toolprune::pruner::types::{BatchAnswer, Lang, ScoringResponse};
-use toolprune_guest::prune::{paragraph_infos, Job};
+use toolprune_guest::component::wit::pruner::{Fate, Outcome, PruneInput, Pruned, ScorerChoice};
+use toolprune_guest::component::wit::types::{BatchAnswer, Lang, ScoringResponse};
+use toolprune_guest::prune::{inspect, Job};
 
 const REQUEST: &str = "How do I configure the retry limit and the backoff of the upload client?";
 
@@ -29,12 +29,17 @@ fn input(text: &str, scores_lang: Lang, threshold: f64) -> PruneInput {
         prunable: true,
         threshold,
         lang: scores_lang,
-        sequence: 1,
+        report: true,
         scorer: ScorerChoice::Host("prop".into()),
         jev_model: None,
         agent: "prop".into(),
         tool: "fetch".into(),
     }
+}
+
+/// The body the model receives: the pruned body, or the input itself.
+fn body_of(pruned: &Pruned, text: &str) -> String {
+    pruned.body.clone().unwrap_or_else(|| text.to_string())
 }
 
 /// Runs the decision with paragraph `n` answered `scores[n % len]`.
@@ -48,7 +53,7 @@ fn decide(text: &str, lang: Lang, threshold: f64, scores: &[Option<f64>]) -> Pru
             .collect()),
         elapsed_ms: 1,
     });
-    job.complete(response)
+    job.complete(response, 1)
 }
 
 fn skip_newlines(body: &str, mut pos: usize, at_most: usize) -> usize {
@@ -72,7 +77,7 @@ fn check_body(text: &str, body: &str, pruned: &Pruned) -> Result<(), TestCaseErr
         return Ok(());
     }
     prop_assert_eq!(pruned.outcome, Outcome::Ok, "only `ok` may change the text");
-    let infos = paragraph_infos(text);
+    let infos = inspect(text).units;
     prop_assert_eq!(infos.len(), pruned.paragraphs.len());
     let drop: Vec<bool> = pruned.paragraphs.iter().map(|r| r.fate == Fate::Dropped).collect();
     prop_assert!(drop.iter().any(|d| *d), "a changed body drops something");
@@ -170,10 +175,10 @@ proptest! {
     ) {
         let pruned = decide(&text, lang, threshold, &scores);
         if std::env::var_os("PROPS_STATS").is_some() {
-            eprintln!("outcome {:?} changed {}", pruned.outcome, pruned.body != text);
+            eprintln!("outcome {:?} changed {}", pruned.outcome, pruned.body.is_some());
         }
-        prop_assert!(pruned.raw == text);
-        check_body(&text, &pruned.body, &pruned)?;
+        prop_assert_eq!(pruned.body.is_some(), pruned.outcome == Outcome::Ok);
+        check_body(&text, &body_of(&pruned, &text), &pruned)?;
     }
 
     #[test]
@@ -183,15 +188,14 @@ proptest! {
     ) {
         let raw = serde_json::json!({ "tool": before, "content": inner, "meta": { "n": after, "ok": true } }).to_string();
         let pruned = decide(&raw, lang, threshold, &scores);
-        prop_assert!(pruned.raw == raw);
         if std::env::var_os("PROPS_STATS").is_some() {
-            eprintln!("wrapper outcome {:?} changed {}", pruned.outcome, pruned.body != raw);
+            eprintln!("wrapper outcome {:?} changed {}", pruned.outcome, pruned.body.is_some());
         }
-        if pruned.body == raw {
+        let Some(body) = pruned.body.clone() else {
             return Ok(());
-        }
+        };
         prop_assert_eq!(pruned.outcome, Outcome::Ok);
-        let parsed: serde_json::Value = serde_json::from_str(&pruned.body).map_err(|e| TestCaseError::fail(format!("not JSON: {e}")))?;
+        let parsed: serde_json::Value = serde_json::from_str(&body).map_err(|e| TestCaseError::fail(format!("not JSON: {e}")))?;
         prop_assert_eq!(&parsed["tool"], &serde_json::json!(before));
         prop_assert_eq!(&parsed["meta"], &serde_json::json!({ "n": after, "ok": true }));
         // Outside the string, the bytes are the input's.
@@ -199,8 +203,8 @@ proptest! {
         let old_end = start + serde_json::to_string(&inner).unwrap().len() - 2;
         let new_value = parsed["content"].as_str().unwrap();
         let new_end = start + serde_json::to_string(new_value).unwrap().len() - 2;
-        prop_assert_eq!(&pruned.body[..start], &raw[..start]);
-        prop_assert_eq!(&pruned.body[new_end..], &raw[old_end..]);
+        prop_assert_eq!(&body[..start], &raw[..start]);
+        prop_assert_eq!(&body[new_end..], &raw[old_end..]);
         check_body(&inner, new_value, &pruned)?;
     }
 
@@ -212,15 +216,14 @@ proptest! {
         let text = if s.is_empty() { s } else { s.repeat(4_000 / s.chars().count().max(1) + 1) };
         let text = if json { serde_json::json!({ "content": text }).to_string() } else { text };
         let pruned = decide(&text, lang, threshold, &scores);
-        prop_assert!(pruned.raw == text);
-        prop_assert!(pruned.body == text || pruned.outcome == Outcome::Ok);
+        prop_assert!(pruned.body.is_none() || pruned.outcome == Outcome::Ok);
         // A request with no answers at all, and with a stop.
         let job = Job::start(input(&text, lang, threshold));
         if job.request().is_some() {
-            let p = job.complete(Some(ScoringResponse { answers: Ok(vec![]), elapsed_ms: 0 }));
-            prop_assert!(p.body == text);
-            let p = job.complete(None);
-            prop_assert!(p.body == text);
+            let p = job.complete(Some(ScoringResponse { answers: Ok(vec![]), elapsed_ms: 0 }), 1);
+            prop_assert!(p.body.is_none());
+            let p = job.complete(None, 1);
+            prop_assert!(p.body.is_none());
         }
     }
 }

@@ -9,7 +9,7 @@
 //! [`Job`] is the single code path: load → [`Job::scoring_request`] (the one
 //! call, as a scoring request with a single batch whose `jev-body` is the
 //! judge's body) → [`Job::finish`]. The one-shot [`route`] is this job with
-//! either fixed answers or the imported scorer in the middle.
+//! fixed answers in the middle (the guest imports nothing).
 //!
 //! A scorer failure is [`Verdict::Failed`] with its class, never `otherwise`:
 //! "could not judge" and "no rule matched" are different events.
@@ -18,12 +18,12 @@ pub mod codec;
 pub mod expr;
 pub mod log;
 pub mod rules;
-pub mod toml;
 
-use crate::component::exports::toolprune::pruner::judge::{
+
+use crate::component::wit::judge::{
     Answer as WitAnswer, Decision, LoadError as WitLoadError, QuestionKind, Verdict as WitVerdict,
 };
-use crate::component::toolprune::pruner::types::{
+use crate::component::wit::types::{
     Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop,
 };
 use crate::jev;
@@ -189,21 +189,9 @@ impl Job {
 
 /// The one-shot `route` export: fixed `answers` (a Jev response text), or
 /// one call through `score` (the imported scorer).
-pub fn route(
-    rules: &str,
-    message: String,
-    model: Option<String>,
-    answers: Option<String>,
-    score: impl FnOnce(&ScoringRequest) -> ScoringResponse,
-) -> Result<Decision, Vec<WitLoadError>> {
+pub fn route(rules: &str, message: String, model: Option<String>, answers: &str) -> Result<Decision, Vec<WitLoadError>> {
     let job = Job::load(rules, message, model).map_err(load_errors_to_wit)?;
-    let judgement = match answers {
-        Some(answers) => job.decide(Reply::Body(&answers)),
-        None => {
-            let response = score(&job.scoring_request());
-            job.decide(Reply::of(&response))
-        }
-    };
+    let judgement = job.decide(Reply::Body(answers));
     Ok(to_wit(&job.rules, judgement))
 }
 
@@ -253,7 +241,7 @@ fn to_wit(rules: &Rules, j: Judgement) -> Decision {
     let verdict = match j.verdict {
         Verdict::Routed(to) => WitVerdict::Routed(to),
         Verdict::Returned(note) => WitVerdict::Returned(note),
-        Verdict::Failed(class) => WitVerdict::Failed(class.to_string()),
+        Verdict::Failed(class) => WitVerdict::Failed(jev::class_of(class)),
     };
     Decision {
         verdict,

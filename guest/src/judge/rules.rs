@@ -19,7 +19,7 @@
 use core::ops::Range;
 
 use super::expr::{self, join, Expr, Shape};
-use super::toml::{self, Entry, Item, Table, Value};
+use crate::toml::{self, Entry, Item, Table, Value};
 
 /// Score questions have 2 to 10 levels (Jev refuses 11 with a 400).
 pub const MIN_LEVELS: usize = 2;

@@ -1,4 +1,5 @@
-//! A small TOML reader for rules files, with byte spans on every key and value.
+//! A small TOML reader for the judge's rules files and the config file
+//! (README "Configuration"), with byte spans on every key and value.
 //!
 //! Why not the `toml` crate: its parser and table layer add 83 KB to the
 //! component (measured for `toml` 1.2 with `default-features = false,
@@ -10,9 +11,11 @@
 //! dotted keys; `[tables]` and `[[arrays of tables]]`; basic, literal and
 //! multi-line strings with every escape; booleans; arrays and inline tables
 //! (over several lines, trailing commas). A rules file holds no numbers
-//! (thresholds live inside `when` strings), so numbers, dates and times are
-//! refused with a message that says so, as are duplicate keys and tables
-//! defined twice.
+//! (thresholds live inside `when` strings), so [`parse`] refuses numbers,
+//! dates and times with a message that says so; [`parse_with_numbers`] (the
+//! config file) reads decimal integers and floats (`256`, `0.2`, `1_000`,
+//! `-1`, `2e3`), still not dates, times, `inf`/`nan` or hex. Both refuse
+//! duplicate keys and tables defined twice.
 //! Tables keep their keys in the file's order. Nesting is limited to
 //! [`MAX_DEPTH`]; the reader never panics.
 
@@ -33,6 +36,8 @@ pub struct Item {
 pub enum Value {
     String(String),
     Boolean(bool),
+    /// A decimal integer or float (only from [`parse_with_numbers`]).
+    Number(f64),
     /// `of_tables`: made by `[[header]]`s.
     Array {
         items: Vec<Item>,
@@ -47,6 +52,7 @@ impl Value {
         match self {
             Value::String(_) => "a string",
             Value::Boolean(_) => "a boolean",
+            Value::Number(_) => "a number",
             Value::Array {
                 of_tables: true, ..
             } => "an array of tables",
@@ -118,12 +124,21 @@ const NOT_A_VALUE: &str =
 
 fn dotted(key: &[(String, Range<usize>)]) -> String {
     let names: Vec<&str> = key.iter().map(|(k, _)| k.as_str()).collect();
-    super::expr::join(&names, ".")
+    names.join(".")
 }
 
-/// Reads a whole document into its root table.
+/// Reads a whole rules document into its root table (no numbers).
 pub fn parse(src: &str) -> Result<Table, Error> {
-    let mut p = Reader { src, pos: 0 };
+    read(src, false)
+}
+
+/// Reads a whole config document into its root table, numbers included.
+pub fn parse_with_numbers(src: &str) -> Result<Table, Error> {
+    read(src, true)
+}
+
+fn read(src: &str, numbers: bool) -> Result<Table, Error> {
+    let mut p = Reader { src, pos: 0, numbers };
     let mut root = Table::new(Origin::Root);
     // The path of the table that key/values go to; arrays of tables resolve
     // to their last element.
@@ -338,6 +353,8 @@ fn insert(table: &mut Table, key: &Key, item: Item) -> Result<(), Error> {
 struct Reader<'a> {
     src: &'a str,
     pos: usize,
+    /// Decimal numbers are values (the config file), not an error (rules files).
+    numbers: bool,
 }
 
 fn is_bare(c: u8) -> bool {
@@ -477,6 +494,7 @@ impl Reader<'_> {
                 self.pos += if value { 4 } else { 5 };
                 Value::Boolean(value)
             }
+            Some(c) if (c.is_ascii_digit() || c == b'+' || c == b'-') && self.numbers => self.number()?,
             Some(c) if c.is_ascii_digit() || c == b'+' || c == b'-' => {
                 return err(start, "a rules file holds no numbers: thresholds go inside `when`, as in when = \"risky >= 0.7\"")
             }
@@ -487,6 +505,47 @@ impl Reader<'_> {
             span: start..self.pos,
             value,
         })
+    }
+
+    /// A decimal integer or float: `[+-]digits[.digits][(e|E)[+-]digits]`
+    /// with `_` between digits. Dates, times, `inf`, `nan` and prefixed
+    /// (hex, octal, binary) integers are refused.
+    fn number(&mut self) -> Result<Value, Error> {
+        let start = self.pos;
+        let bytes = self.src.as_bytes();
+        let mut end = start;
+        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'+' | b'-' | b'.' | b'_' | b':')) {
+            end += 1;
+        }
+        let text = &self.src[start..end];
+        let digits_ok = |part: &str| {
+            !part.is_empty()
+                && !part.starts_with('_')
+                && !part.ends_with('_')
+                && !part.contains("__")
+                && part.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        };
+        let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+        let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+            Some(i) => (&unsigned[..i], Some(&unsigned[i + 1..])),
+            None => (unsigned, None),
+        };
+        let (int, frac) = match mantissa.split_once('.') {
+            Some((i, f)) => (i, Some(f)),
+            None => (mantissa, None),
+        };
+        let valid = digits_ok(int)
+            && (int == "0" || !int.starts_with('0'))
+            && frac.is_none_or(digits_ok)
+            && exponent.is_none_or(|e| digits_ok(e.strip_prefix(['+', '-']).unwrap_or(e)));
+        let value = valid.then(|| text.replace('_', "").parse::<f64>().ok()).flatten().filter(|v| v.is_finite());
+        match value {
+            Some(v) => {
+                self.pos = end;
+                Ok(Value::Number(v))
+            }
+            None => err(start, format!("`{text}` is not a decimal number (write 0.2 or 256; dates, times, hex and inf are not read)")),
+        }
     }
 
     /// `w` at the position, not followed by a key character.

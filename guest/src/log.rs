@@ -1,0 +1,114 @@
+//! SPEC §12: the log lines — counts, never text. Every line the product
+//! writes is built here or from [`label`] (the `tool omitted:` line in
+//! [`crate::omitted`], the judge's in [`crate::judge::log`], a host's
+//! failure line in [`crate::settings::failure_line`]).
+
+use crate::component::wit::pruner::{Counts, Outcome, Shape};
+
+/// A label given by the host or a user (`agent=`, `name=`): whitespace,
+/// `=` and control characters become `_` so the line stays one line of
+/// `key=value` pairs; an empty label is `-`.
+pub fn label(s: &str) -> String {
+    if s.is_empty() {
+        return "-".to_string();
+    }
+    s.chars().map(|c| if c.is_whitespace() || c == '=' || c.is_control() { '_' } else { c }).collect()
+}
+
+/// The outcome as written in logs and reports (SPEC §7; `skipped` never
+/// reaches a line).
+pub fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Ok => "ok",
+        Outcome::Skipped => "skipped",
+        Outcome::Structured => "structured",
+        Outcome::NoBasis => "no_basis",
+        Outcome::AllDropped => "all_dropped",
+        Outcome::NothingDropped => "nothing_dropped",
+        Outcome::BelowFloor => "below_floor",
+        Outcome::Timeout => "timeout",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+    }
+}
+
+/// The shape as written in logs and reports.
+pub fn shape_name(s: Shape) -> &'static str {
+    match s {
+        Shape::Text => "text",
+        Shape::JsonWrapper => "json_wrapper",
+        Shape::JsonArray => "json_array",
+    }
+}
+
+/// Everything on one `tool prune:` line.
+pub struct PruneLine<'a> {
+    pub agent: &'a str,
+    pub tool: &'a str,
+    pub outcome: Outcome,
+    pub shape: Option<Shape>,
+    pub counts: &'a Counts,
+    pub threshold: f64,
+    pub ratio: Option<f64>,
+    /// `offline`, or the host scorer's name (a label).
+    pub scorer: &'a str,
+}
+
+/// The `tool prune:` line (SPEC §12). `shape=` is absent when the text was
+/// not split (`structured`); `ratio=-` where no body was assembled, `ms=-`
+/// where no host scorer answered: a quantity not measured is never 0.
+pub fn prune_line(l: &PruneLine) -> String {
+    let c = l.counts;
+    let shape = l.shape.map(|s| format!(" shape={}", shape_name(s))).unwrap_or_default();
+    let ms = c.ms.map(|m| m.to_string()).unwrap_or_else(|| "-".to_string());
+    let ratio = l.ratio.map(|r| crate::number::fixed(r, 3)).unwrap_or_else(|| "-".to_string());
+    format!(
+        "tool prune: agent={} name={} outcome={}{} raw_chars={} kept_chars={} paragraphs={} dropped={} calls={} jev_tokens={} ms={} threshold={} ratio={} scorer={}",
+        label(l.agent),
+        label(l.tool),
+        outcome_name(l.outcome),
+        shape,
+        c.raw_chars,
+        c.kept_chars,
+        c.paragraphs,
+        c.dropped,
+        c.calls,
+        c.jev_tokens,
+        ms,
+        crate::number::fixed(l.threshold, 1),
+        ratio,
+        label(l.scorer)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_with_spaces_newlines_and_equals_stay_one_field() {
+        assert_eq!(label("my agent"), "my_agent");
+        assert_eq!(label("a=b\nc\td\u{7}"), "a_b_c_d_");
+        assert_eq!(label(""), "-");
+        assert_eq!(label("日本語"), "日本語");
+    }
+
+    #[test]
+    fn unmeasured_quantities_are_dashes() {
+        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: 3, dropped: 0, calls: 0, jev_tokens: 0, ms: None };
+        let line = prune_line(&PruneLine {
+            agent: "a",
+            tool: "t",
+            outcome: Outcome::NothingDropped,
+            shape: Some(Shape::Text),
+            counts: &counts,
+            threshold: 0.2,
+            ratio: None,
+            scorer: "offline",
+        });
+        assert_eq!(
+            line,
+            "tool prune: agent=a name=t outcome=nothing_dropped shape=text raw_chars=5000 kept_chars=5000 paragraphs=3 dropped=0 calls=0 jev_tokens=0 ms=- threshold=0.2 ratio=- scorer=offline"
+        );
+    }
+}

@@ -1,0 +1,760 @@
+//! What every host would otherwise have to know (WIT `settings`): the
+//! contract version, thresholds (SPEC §6), the configuration from the
+//! environment and the config file, which tools are prunable (SPEC §2, §15),
+//! the retry rule (SPEC §11), resource limits per call, and the line a host
+//! logs when the guest gave no answer.
+//!
+//! Hosts read the variables named by [`VARIABLES`] and the file at
+//! [`config_path`], and pass them in; [`resolve`] applies defaults < file <
+//! environment. The API token is never read here: [`TOKEN_VARIABLE`] names
+//! the variable the host reads itself.
+
+use crate::limits::{self, DEFAULT_THRESHOLD, THRESHOLDS};
+use crate::toml::{self, Table, Value};
+
+/// The contract version (the WIT package's).
+pub const VERSION: &str = "0.2.0";
+
+/// The environment variable holding the API token (read by the host only).
+pub const TOKEN_VARIABLE: &str = "TOOLPRUNE_JEV_TOKEN";
+
+/// The environment variables [`resolve`] and [`config_path`] read.
+pub const VARIABLES: [&str; 10] = [
+    "TOOLPRUNE_CONFIG",
+    "TOOLPRUNE_ENABLED",
+    "TOOLPRUNE_THRESHOLD",
+    "TOOLPRUNE_JEV_ROUTE",
+    "TOOLPRUNE_JEV_ACCOUNT_ID",
+    "TOOLPRUNE_JEV_BASE_URL",
+    "TOOLPRUNE_JEV_MODEL",
+    "XDG_CONFIG_HOME",
+    "HOME",
+    "APPDATA",
+];
+
+/// The model pinned in request bodies on the native and Vercel routes unless configured.
+pub const DEFAULT_MODEL: &str = "jev-1.13.0";
+
+/// Tool-name globs prunable when the config file names none: web-fetch
+/// tools of Claude Code (`WebFetch`, an MCP server's `fetch`), Gemini CLI
+/// (`web_fetch`, MCP `fetch`) and Cursor, and any MCP server named `fetch`.
+pub const DEFAULT_PRUNABLE: [&str; 7] =
+    ["WebFetch", "web_fetch", "fetch", "mcp__*__fetch", "mcp__fetch__*", "*__fetch", "mcp_fetch_*"];
+
+/// Tools never pruned whatever the globs say (compared case-insensitively
+/// with the whole name and with its last `__`-separated part): file readers,
+/// shells, editors, search over files, and bookkeeping tools whose results
+/// must stay exact (SPEC §2). `omitted` (toolprune's own read-back) is never
+/// pruned either: pruning a read-back would loop.
+pub const NEVER_PRUNABLE: [&str; 46] = [
+    // Claude Code
+    "read", "write", "edit", "multiedit", "notebookedit", "notebookread", "bash", "bashoutput", "killshell",
+    "grep", "glob", "ls", "todowrite", "task",
+    // Gemini CLI
+    "read_file", "read_many_files", "write_file", "replace", "run_shell_command", "search_file_content",
+    "list_directory", "save_memory", "write_todos", "glob_tool",
+    // Cursor
+    "edit_file", "run_terminal_cmd", "grep_search", "file_search", "list_dir", "delete_file", "search_replace",
+    "multi_edit", "read_lints", "terminal", "shell",
+    // Common MCP file and shell servers
+    "read_text_file", "read_media_file", "read_multiple_files", "edit_block", "create_directory",
+    "move_file", "directory_tree", "execute_command", "run_command", "str_replace_editor", "apply_patch",
+];
+
+/// The name of toolprune's own read-back tool (SPEC §10).
+pub const OMITTED_TOOL: &str = "omitted";
+
+/// A configuration (WIT `settings.config`) on plain Rust types.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub enabled: bool,
+    pub threshold: f64,
+    pub lang_ja: bool,
+    pub jev: Result<JevEndpoint, String>,
+    pub prunable: Vec<String>,
+    pub store: StoreLimits,
+    pub proxy_basis: String,
+}
+
+/// Where Jev answers (WIT `settings.jev-endpoint`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JevEndpoint {
+    pub route: &'static str,
+    pub url: String,
+    pub model: Option<String>,
+    pub loopback: bool,
+}
+
+/// Bounds of a conversation's store (WIT `settings.store-limits`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreLimits {
+    pub max_records: u32,
+    pub max_chars: u64,
+    pub max_age_s: u64,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        StoreLimits { max_records: limits::STORE_MAX_RECORDS, max_chars: limits::STORE_MAX_CHARS, max_age_s: limits::STORE_MAX_AGE_S }
+    }
+}
+
+/// Check a threshold written by a user: `0.2`, `0.20`, ` 0.5 ` are fine;
+/// anything that is not one of the four values is refused (SPEC §6).
+pub fn threshold(value: &str) -> Result<f64, String> {
+    let t = value.trim();
+    let parsed = if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !t.is_empty() { t.parse::<f64>().ok() } else { None };
+    match parsed.and_then(|v| THRESHOLDS.iter().copied().find(|x| (x - v).abs() < 1e-9)) {
+        Some(x) => Ok(x),
+        None => Err(format!(
+            "threshold {:?} is not one of 0.1 (Light), 0.2 (Standard, the default), 0.3 (Strong), 0.5 (Maximum)",
+            shorten(t)
+        )),
+    }
+}
+
+/// Whether `value` is one of the four thresholds exactly (as a number).
+pub fn is_threshold(value: f64) -> bool {
+    THRESHOLDS.iter().any(|x| (x - value).abs() < 1e-9)
+}
+
+fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(40).collect();
+    if s.chars().nth(40).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+fn var<'e>(env: &'e [(String, String)], name: &str) -> Option<&'e str> {
+    env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.trim().is_empty())
+}
+
+/// The config file's path: `$TOOLPRUNE_CONFIG`, else
+/// `$XDG_CONFIG_HOME/toolprune/config.toml`, else
+/// `$HOME/.config/toolprune/config.toml`, else (Windows)
+/// `%APPDATA%\toolprune\config.toml`; none when none of them is set.
+pub fn config_path(env: &[(String, String)]) -> Option<String> {
+    if let Some(p) = var(env, "TOOLPRUNE_CONFIG") {
+        return Some(p.to_string());
+    }
+    if let Some(x) = var(env, "XDG_CONFIG_HOME") {
+        return Some(format!("{}/toolprune/config.toml", x.trim_end_matches('/')));
+    }
+    if let Some(h) = var(env, "HOME") {
+        return Some(format!("{}/.config/toolprune/config.toml", h.trim_end_matches('/')));
+    }
+    var(env, "APPDATA").map(|a| format!("{}\\toolprune\\config.toml", a.trim_end_matches('\\')))
+}
+
+/// The config file's keys, for the "unknown key" message.
+const FILE_KEYS: &str = "enabled, threshold, lang, prunable, [jev] route/account_id/model/base_url, [store] max_records/max_chars/max_age_hours, [proxy] basis";
+
+/// What the file and the environment say before defaults fill the gaps.
+#[derive(Default)]
+struct Raw {
+    enabled: Option<bool>,
+    threshold: Option<f64>,
+    lang_ja: Option<bool>,
+    prunable: Option<Vec<String>>,
+    route: Option<String>,
+    account_id: Option<String>,
+    model: Option<String>,
+    base_url: Option<String>,
+    store: StoreLimits,
+    proxy_basis: Option<String>,
+}
+
+/// Line and column (1-based) of byte `at` in `src`.
+fn line_col(src: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(src.len());
+    while !src.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &src[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+fn read_file(src: &str, raw: &mut Raw) -> Result<(), String> {
+    let root = toml::parse_with_numbers(src).map_err(|e| {
+        let (line, col) = line_col(src, e.at);
+        format!("line {line}, column {col}: {}", e.message)
+    })?;
+    let at = |span_start: usize| {
+        let (line, col) = line_col(src, span_start);
+        format!("line {line}, column {col}")
+    };
+    for entry in &root.entries {
+        let where_ = at(entry.key_span.start);
+        let item = &entry.item.value;
+        match entry.key.as_str() {
+            "enabled" => raw.enabled = Some(boolean(item).ok_or_else(|| format!("{where_}: enabled must be true or false"))?),
+            "threshold" => {
+                let v = match item {
+                    Value::Number(n) if is_threshold(*n) => *n,
+                    Value::String(s) => threshold(s).map_err(|m| format!("{where_}: {m}"))?,
+                    _ => return Err(format!("{where_}: threshold must be 0.1, 0.2, 0.3 or 0.5")),
+                };
+                raw.threshold = Some(v);
+            }
+            "lang" => raw.lang_ja = Some(lang(item).ok_or_else(|| format!("{where_}: lang must be \"en\" or \"ja\""))?),
+            "prunable" => raw.prunable = Some(strings(item).ok_or_else(|| format!("{where_}: prunable must be a list of tool-name globs, e.g. [\"mcp__fetch__*\", \"WebFetch\"]"))?),
+            "jev" => read_jev(table(item).ok_or_else(|| format!("{where_}: [jev] must be a table"))?, raw, &at)?,
+            "store" => read_store(table(item).ok_or_else(|| format!("{where_}: [store] must be a table"))?, raw, &at)?,
+            "proxy" => {
+                let t = table(item).ok_or_else(|| format!("{where_}: [proxy] must be a table"))?;
+                for e in &t.entries {
+                    match (e.key.as_str(), &e.item.value) {
+                        ("basis", Value::String(s)) if ["hook", "argument", "none"].contains(&s.as_str()) => raw.proxy_basis = Some(s.clone()),
+                        ("basis", _) => return Err(format!("{}: proxy.basis must be \"hook\", \"argument\" or \"none\"", at(e.key_span.start))),
+                        (k, _) => return Err(format!("{}: unknown key proxy.{k} (known: {FILE_KEYS})", at(e.key_span.start))),
+                    }
+                }
+            }
+            k => return Err(format!("{where_}: unknown key {k} (known: {FILE_KEYS})")),
+        }
+    }
+    Ok(())
+}
+
+fn read_jev(t: &Table, raw: &mut Raw, at: &dyn Fn(usize) -> String) -> Result<(), String> {
+    for e in &t.entries {
+        let where_ = at(e.key_span.start);
+        let text = || match &e.item.value {
+            Value::String(s) => Ok(s.clone()),
+            _ => Err(format!("{where_}: jev.{} must be a string", e.key)),
+        };
+        match e.key.as_str() {
+            "route" => raw.route = Some(text()?),
+            "account_id" => raw.account_id = Some(text()?),
+            "model" => raw.model = Some(text()?),
+            "base_url" => raw.base_url = Some(text()?),
+            "token" => {
+                return Err(format!(
+                    "{where_}: jev.token is not read from a file: set the {TOKEN_VARIABLE} environment variable instead"
+                ))
+            }
+            k => return Err(format!("{where_}: unknown key jev.{k} (known: {FILE_KEYS})")),
+        }
+    }
+    Ok(())
+}
+
+fn read_store(t: &Table, raw: &mut Raw, at: &dyn Fn(usize) -> String) -> Result<(), String> {
+    for e in &t.entries {
+        let where_ = at(e.key_span.start);
+        let n = match &e.item.value {
+            Value::Number(n) if *n >= 1.0 && n.fract() == 0.0 && *n <= 1e15 => *n as u64,
+            _ => return Err(format!("{where_}: store.{} must be a whole number ≥ 1", e.key)),
+        };
+        match e.key.as_str() {
+            "max_records" => raw.store.max_records = n.min(u64::from(u32::MAX)) as u32,
+            "max_chars" => raw.store.max_chars = n,
+            "max_age_hours" => raw.store.max_age_s = n.saturating_mul(3600),
+            k => return Err(format!("{where_}: unknown key store.{k} (known: {FILE_KEYS})")),
+        }
+    }
+    Ok(())
+}
+
+fn boolean(v: &Value) -> Option<bool> {
+    match v {
+        Value::Boolean(b) => Some(*b),
+        _ => None,
+    }
+}
+
+fn lang(v: &Value) -> Option<bool> {
+    match v {
+        Value::String(s) if s.eq_ignore_ascii_case("ja") => Some(true),
+        Value::String(s) if s.eq_ignore_ascii_case("en") => Some(false),
+        _ => None,
+    }
+}
+
+fn table(v: &Value) -> Option<&Table> {
+    match v {
+        Value::Table(t) => Some(t),
+        _ => None,
+    }
+}
+
+fn strings(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::Array { items, of_tables: false } => items
+            .iter()
+            .map(|i| match &i.value {
+                Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
+/// A truthy / falsy environment value (`1`, `true`, `yes`, `on` / `0`, `false`, `no`, `off`).
+fn flag(name: &str, value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("{name} must be 1/true or 0/false")),
+    }
+}
+
+/// Resolve the configuration: defaults < the config file (`file`, its
+/// text) < the environment (`env`, the values of [`VARIABLES`]). Errors:
+/// one line, naming the line and column of a file problem, never the
+/// file's content beyond a key name.
+pub fn resolve(env: &[(String, String)], file: Option<&str>) -> Result<Config, String> {
+    let mut raw = Raw::default();
+    if let Some(src) = file {
+        read_file(src, &mut raw)?;
+    }
+    if let Some(v) = var(env, "TOOLPRUNE_ENABLED") {
+        raw.enabled = Some(flag("TOOLPRUNE_ENABLED", v)?);
+    }
+    if let Some(v) = var(env, "TOOLPRUNE_THRESHOLD") {
+        raw.threshold = Some(threshold(v).map_err(|m| format!("TOOLPRUNE_THRESHOLD: {m}"))?);
+    }
+    for (name, slot) in [
+        ("TOOLPRUNE_JEV_ROUTE", &mut raw.route),
+        ("TOOLPRUNE_JEV_ACCOUNT_ID", &mut raw.account_id),
+        ("TOOLPRUNE_JEV_BASE_URL", &mut raw.base_url),
+        ("TOOLPRUNE_JEV_MODEL", &mut raw.model),
+    ] {
+        if let Some(v) = var(env, name) {
+            *slot = Some(v.to_string());
+        }
+    }
+    let route = match raw.route.as_deref().map(|r| r.trim().to_ascii_lowercase()) {
+        None => Route::Cloudflare,
+        Some(r) => Route::parse(&r).ok_or_else(|| format!("jev route {:?} is not one of cloudflare, typesafe, vercel", shorten(&r)))?,
+    };
+    Ok(Config {
+        enabled: raw.enabled.unwrap_or(true),
+        threshold: raw.threshold.unwrap_or(DEFAULT_THRESHOLD),
+        lang_ja: raw.lang_ja.unwrap_or(false),
+        jev: endpoint(route, raw.account_id.as_deref(), raw.base_url.as_deref(), raw.model.as_deref()),
+        prunable: raw.prunable.unwrap_or_else(|| DEFAULT_PRUNABLE.iter().map(|s| s.to_string()).collect()),
+        store: raw.store,
+        proxy_basis: raw.proxy_basis.unwrap_or_else(|| "hook".to_string()),
+    })
+}
+
+/// Which API serves Jev (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Cloudflare Workers AI, the seeds' route and the default; the model comes from the URL.
+    Cloudflare,
+    /// TypeSafe's own API; the body names the model.
+    TypeSafe,
+    /// Vercel AI Gateway, TypeSafe-compatible; the body names the model.
+    Vercel,
+}
+
+impl Route {
+    fn parse(name: &str) -> Option<Route> {
+        match name {
+            "cloudflare" => Some(Route::Cloudflare),
+            "typesafe" => Some(Route::TypeSafe),
+            "vercel" => Some(Route::Vercel),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Route::Cloudflare => "cloudflare",
+            Route::TypeSafe => "typesafe",
+            Route::Vercel => "vercel",
+        }
+    }
+
+    fn default_base(self) -> &'static str {
+        match self {
+            Route::Cloudflare => "https://api.cloudflare.com",
+            Route::TypeSafe => "https://api.typesafe.ai",
+            Route::Vercel => "https://ai-gateway.vercel.sh/typesafe",
+        }
+    }
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    if h == "localhost" || h == "::1" {
+        return true;
+    }
+    let parts: Vec<&str> = h.split('.').collect();
+    parts.len() == 4 && parts[0] == "127" && parts.iter().all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok_and(|n| n <= 255))
+}
+
+/// The host of an `http(s)://[user@]host[:port]/…` URL's rest.
+fn url_host(rest: &str) -> &str {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    if authority.starts_with('[') {
+        return match authority.find(']') {
+            Some(end) => &authority[..=end],
+            None => authority,
+        };
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+/// The endpoint of `route`, or what keeps it from being usable.
+fn endpoint(route: Route, account_id: Option<&str>, base_url: Option<&str>, model: Option<&str>) -> Result<JevEndpoint, String> {
+    let base = base_url.map(str::trim).filter(|b| !b.is_empty()).unwrap_or(route.default_base()).trim_end_matches('/');
+    let shown = shorten(base);
+    let (scheme, rest) = base.split_once("://").ok_or_else(|| format!("bad base URL: {shown:?} is not an http(s) URL"))?;
+    let host = url_host(rest);
+    if host.is_empty() {
+        return Err(format!("bad base URL: {shown:?} has no host"));
+    }
+    let loopback = is_loopback_host(host);
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => return Err(format!("bad base URL: {shown:?}: plain http is allowed to a loopback host only (the token would travel in clear)")),
+        _ => return Err(format!("bad base URL: {shown:?} is not an http(s) URL")),
+    }
+    if base.contains(['?', '#']) {
+        return Err(format!("bad base URL: {shown:?} has a query or fragment"));
+    }
+    let (url, model) = match route {
+        Route::Cloudflare => {
+            let account = account_id.map(str::trim).filter(|a| !a.is_empty()).ok_or_else(|| {
+                "no account id: the cloudflare route needs TOOLPRUNE_JEV_ACCOUNT_ID (or jev.account_id in the config file)".to_string()
+            })?;
+            if !account.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return Err("the account id may hold only letters, digits, '-' and '_'".to_string());
+            }
+            (format!("{base}/client/v4/accounts/{account}/ai/run/typesafe/jev"), None)
+        }
+        Route::TypeSafe | Route::Vercel => {
+            let model = match model {
+                Some(m) if m.trim().is_empty() => return Err("the model name is empty".to_string()),
+                Some(m) => m.trim().to_string(),
+                None => DEFAULT_MODEL.to_string(),
+            };
+            (format!("{base}/v1/systemone"), Some(model))
+        }
+    };
+    Ok(JevEndpoint { route: route.name(), url, model, loopback })
+}
+
+/// `*` matches any run (also empty), `?` one character; case-sensitive.
+fn glob(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// Whether `tool` is never prunable: a file reader, shell or editor, or
+/// `omitted` itself — by its whole name or its last `__` part (MCP tools
+/// are `mcp__server__tool` in Claude Code, `server__tool` in Gemini CLI).
+pub fn never_prunable(tool: &str) -> bool {
+    let lower = tool.trim().to_ascii_lowercase();
+    let last = lower.rsplit("__").next().unwrap_or(&lower);
+    let last = last.strip_prefix("mcp_").filter(|_| !lower.contains("__")).unwrap_or(last);
+    [lower.as_str(), last].iter().any(|n| *n == OMITTED_TOOL || n.ends_with("_omitted") || NEVER_PRUNABLE.contains(n))
+}
+
+/// Whether a tool's results may be pruned (SPEC §2, §15): it matches a glob
+/// and is not [`never_prunable`].
+pub fn is_prunable(tool: &str, globs: &[String]) -> bool {
+    !never_prunable(tool) && globs.iter().any(|g| glob(g.trim(), tool))
+}
+
+/// What a host knows after a failed attempt (WIT `settings.retry-facts`).
+#[derive(Clone, Debug, Default)]
+pub struct RetryFacts<'a> {
+    pub attempt: u32,
+    pub status: Option<u16>,
+    pub retry_after: Option<&'a str>,
+    pub retry_after_ms: Option<&'a str>,
+    pub now_unix_ms: u64,
+    pub remaining_ms: u32,
+}
+
+/// SPEC §11: retry once on 429 and 5xx, never on 402 or another 4xx, nor
+/// on a network error. The wait is the vendor's `retry-after-ms` header
+/// (milliseconds), else `Retry-After` (seconds, or an HTTP-date against the
+/// host's clock), else [`limits::RETRY_BACKOFF_MS`]; no retry when the wait
+/// would reach the deadline.
+pub fn retry_delay(f: &RetryFacts) -> Option<u32> {
+    let status = f.status?;
+    if f.attempt > limits::MAX_RETRIES || !crate::jev::RETRY_ON.iter().any(|&(lo, hi)| (lo..=hi).contains(&status)) {
+        return None;
+    }
+    let from_ms = f.retry_after_ms.and_then(|v| {
+        let v = v.trim();
+        v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).map(|x| x.ceil().min(4e9) as u64)
+    });
+    let from_header = || {
+        let v = f.retry_after?.trim();
+        if let Ok(secs) = v.parse::<u64>() {
+            return Some(secs.saturating_mul(1000));
+        }
+        http_date_ms(v).map(|at| at.saturating_sub(f.now_unix_ms))
+    };
+    let wait = from_ms.or_else(from_header).unwrap_or(u64::from(limits::RETRY_BACKOFF_MS));
+    (wait < u64::from(f.remaining_ms)).then_some(wait as u32)
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7) in ms
+/// since the Unix epoch; other date forms are not read (then the backoff applies).
+fn http_date_ms(s: &str) -> Option<u64> {
+    let parts: Vec<&str> = s.split_ascii_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else { return None };
+    let day: u64 = day.parse().ok().filter(|d| (1..=31).contains(d))?;
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let month = MONTHS.iter().position(|m| m == month)? as u64 + 1;
+    let year: i64 = year.parse().ok().filter(|y| (1970..=9999).contains(y))?;
+    let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let [h, m, sec] = hms.as_slice() else { return None };
+    if *h > 23 || *m > 59 || *sec > 60 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days as u64 * 86_400 + h * 3600 + m * 60 + sec;
+    Some(secs * 1000)
+}
+
+/// Resource limits for one call with a text of `text_bytes` bytes (WIT
+/// `settings.call-limits`): a base plus a share per byte, so a large input
+/// gets room in proportion and a looping guest is still stopped.
+pub fn call_limits(text_bytes: u64) -> (u64, u32, u64) {
+    let fuel = limits::FUEL_BASE.saturating_add(limits::FUEL_PER_BYTE.saturating_mul(text_bytes));
+    let wall = u64::from(limits::WALL_MS_BASE) + text_bytes / limits::WALL_BYTES_PER_MS;
+    let memory = (limits::MEMORY_BASE + limits::MEMORY_PER_BYTE.saturating_mul(text_bytes)).min(limits::MEMORY_MAX);
+    (fuel, wall.min(u64::from(u32::MAX)) as u32, memory)
+}
+
+/// Which call failed, for [`failure_line`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Prune,
+    Omitted,
+    Judge,
+}
+
+/// The line a host writes when the guest gave no answer (SPEC §11, §12):
+/// `tool prune: agent=A name=T outcome=failed reason=guest_trap limit=fuel`.
+pub fn failure_line(op: Operation, agent: &str, tool: &str, reason: &str, limit: Option<&str>) -> String {
+    let limit = limit.map(|l| format!(" limit={l}")).unwrap_or_default();
+    match op {
+        Operation::Prune => format!(
+            "tool prune: agent={} name={} outcome=failed reason={reason}{limit}",
+            crate::log::label(agent),
+            crate::log::label(tool)
+        ),
+        Operation::Omitted => format!("tool omitted: agent={} outcome=failed reason={reason}{limit}", crate::log::label(agent)),
+        Operation::Judge => format!("judge: rule=- failed reason={reason}{limit}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn a_threshold_outside_the_four_values_is_refused_not_replaced() {
+        assert_eq!(threshold("0.2"), Ok(0.2));
+        assert_eq!(threshold(" 0.50 "), Ok(0.5));
+        assert_eq!(threshold("0.1"), Ok(0.1));
+        for bad in ["-1", "0.25", "NaN", "nan", "inf", "", "0.2.0", "1e-1", "0x1", "0,2"] {
+            let e = threshold(bad).unwrap_err();
+            assert!(e.contains("0.1 (Light)"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn config_defaults_when_nothing_is_set() {
+        let c = resolve(&[], None).unwrap();
+        assert!(c.enabled);
+        assert_eq!(c.threshold, 0.2);
+        assert!(!c.lang_ja);
+        assert_eq!(c.jev.unwrap_err(), "no account id: the cloudflare route needs TOOLPRUNE_JEV_ACCOUNT_ID (or jev.account_id in the config file)");
+        assert_eq!(c.prunable, DEFAULT_PRUNABLE.map(String::from).to_vec());
+        assert_eq!(c.store, StoreLimits::default());
+        assert_eq!(c.proxy_basis, "hook");
+    }
+
+    #[test]
+    fn the_environment_wins_over_the_file() {
+        let file = "enabled = false\nthreshold = 0.3\n[jev]\nroute = \"typesafe\"\nmodel = \"jev-2\"\n";
+        let c = resolve(&env(&[("TOOLPRUNE_ENABLED", "1"), ("TOOLPRUNE_JEV_MODEL", "jev-3")]), Some(file)).unwrap();
+        assert!(c.enabled);
+        assert_eq!(c.threshold, 0.3);
+        let jev = c.jev.unwrap();
+        assert_eq!(jev.url, "https://api.typesafe.ai/v1/systemone");
+        assert_eq!(jev.model.as_deref(), Some("jev-3"));
+        assert!(!jev.loopback);
+    }
+
+    #[test]
+    fn routes_give_their_urls() {
+        let cf = resolve(&env(&[("TOOLPRUNE_JEV_ACCOUNT_ID", "abc_1")]), None).unwrap().jev.unwrap();
+        assert_eq!(cf.url, "https://api.cloudflare.com/client/v4/accounts/abc_1/ai/run/typesafe/jev");
+        assert_eq!(cf.model, None);
+        let v = resolve(&env(&[("TOOLPRUNE_JEV_ROUTE", "Vercel")]), None).unwrap().jev.unwrap();
+        assert_eq!(v.url, "https://ai-gateway.vercel.sh/typesafe/v1/systemone");
+        assert_eq!(v.model.as_deref(), Some(DEFAULT_MODEL));
+        assert!(resolve(&env(&[("TOOLPRUNE_JEV_ROUTE", "azure")]), None).unwrap_err().contains("not one of cloudflare"));
+    }
+
+    #[test]
+    fn plain_http_only_to_a_loopback_host() {
+        let e = |b: &str| resolve(&env(&[("TOOLPRUNE_JEV_ROUTE", "typesafe"), ("TOOLPRUNE_JEV_BASE_URL", b)]), None).unwrap().jev;
+        let ok = e("http://127.0.0.1:8080/gw/").unwrap();
+        assert_eq!(ok.url, "http://127.0.0.1:8080/gw/v1/systemone");
+        assert!(ok.loopback);
+        assert!(e("http://[::1]:9/").unwrap().loopback);
+        assert!(e("http://localhost/").unwrap().loopback);
+        assert!(e("http://example.com/").unwrap_err().contains("loopback host only"));
+        assert!(e("http://127.0.0.1.evil.com/").unwrap_err().contains("loopback host only"));
+        assert!(e("ftp://x/").unwrap_err().contains("not an http(s) URL"));
+        assert!(e("https://x/?q").unwrap_err().contains("query"));
+    }
+
+    #[test]
+    fn a_token_in_the_file_is_refused_and_never_echoed() {
+        let e = resolve(&[], Some("[jev]\ntoken = \"sk-secret-value\"\n")).unwrap_err();
+        assert!(e.contains("TOOLPRUNE_JEV_TOKEN"), "{e}");
+        assert!(!e.contains("sk-secret"), "{e}");
+    }
+
+    #[test]
+    fn file_errors_name_line_and_column_not_content() {
+        let e = resolve(&[], Some("enabled = true\nthreshold = 0.25\n")).unwrap_err();
+        assert!(e.starts_with("line 2, column 1:"), "{e}");
+        let e = resolve(&[], Some("enabled = true\nsecret_words = \"x\"\n")).unwrap_err();
+        assert!(e.contains("unknown key secret_words"), "{e}");
+        let e = resolve(&[], Some("a = [\"unclosed\n")).unwrap_err();
+        assert!(e.starts_with("line "), "{e}");
+        assert!(!e.contains("unclosed"), "{e}");
+    }
+
+    #[test]
+    fn store_and_prunable_and_lang_come_from_the_file() {
+        let c = resolve(&[], Some("lang = \"ja\"\nprunable = [\"mcp__docs__*\"]\n[store]\nmax_records = 10\nmax_chars = 1_000\nmax_age_hours = 2\n[proxy]\nbasis = \"argument\"\n")).unwrap();
+        assert!(c.lang_ja);
+        assert_eq!(c.prunable, vec!["mcp__docs__*".to_string()]);
+        assert_eq!(c.store, StoreLimits { max_records: 10, max_chars: 1000, max_age_s: 7200 });
+        assert_eq!(c.proxy_basis, "argument");
+    }
+
+    #[test]
+    fn config_path_follows_the_variables_in_order() {
+        assert_eq!(config_path(&env(&[("HOME", "/h"), ("TOOLPRUNE_CONFIG", "/c.toml")])), Some("/c.toml".into()));
+        assert_eq!(config_path(&env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x/")])), Some("/x/toolprune/config.toml".into()));
+        assert_eq!(config_path(&env(&[("HOME", "/h")])), Some("/h/.config/toolprune/config.toml".into()));
+        assert_eq!(config_path(&[]), None);
+    }
+
+    #[test]
+    fn globs_match_star_and_question_mark() {
+        assert!(glob("mcp__fetch__*", "mcp__fetch__fetch"));
+        assert!(glob("mcp__*__fetch", "mcp__docs__fetch"));
+        assert!(glob("Web?etch", "WebFetch"));
+        assert!(!glob("mcp__fetch__*", "mcp__docs__fetch"));
+        assert!(glob("*", ""));
+        assert!(!glob("a", "ab"));
+    }
+
+    #[test]
+    fn readers_shells_editors_and_omitted_are_never_prunable() {
+        let all = vec!["*".to_string()];
+        for t in ["Read", "Bash", "Edit", "read_file", "run_shell_command", "mcp__filesystem__read_file", "omitted", "mcp__toolprune__omitted", "toolprune__omitted"] {
+            assert!(!is_prunable(t, &all), "{t}");
+        }
+        let d: Vec<String> = DEFAULT_PRUNABLE.map(String::from).to_vec();
+        for t in ["WebFetch", "web_fetch", "mcp__docs__fetch", "mcp__fetch__fetch", "fetch__fetch", "fetch"] {
+            assert!(is_prunable(t, &d), "{t}");
+        }
+        for t in ["mcp__github__search", "Grep", "mcp__docs__fetch_x"] {
+            assert!(!is_prunable(t, &d), "{t}");
+        }
+    }
+
+    #[test]
+    fn retries_once_on_429_and_5xx_only() {
+        let f = |attempt, status| retry_delay(&RetryFacts { attempt, status, remaining_ms: 20_000, ..Default::default() });
+        assert_eq!(f(1, Some(429)), Some(250));
+        assert_eq!(f(1, Some(503)), Some(250));
+        assert_eq!(f(2, Some(503)), None);
+        for s in [400, 401, 402, 404, 408, 422] {
+            assert_eq!(f(1, Some(s)), None, "{s}");
+        }
+        assert_eq!(f(1, None), None);
+    }
+
+    #[test]
+    fn retry_waits_follow_the_headers_and_the_deadline() {
+        let base = RetryFacts { attempt: 1, status: Some(429), remaining_ms: 20_000, now_unix_ms: 784_111_777_000, ..Default::default() };
+        assert_eq!(retry_delay(&RetryFacts { retry_after: Some("2"), ..base.clone() }), Some(2000));
+        assert_eq!(retry_delay(&RetryFacts { retry_after_ms: Some("1500.2"), retry_after: Some("9"), ..base.clone() }), Some(1501));
+        assert_eq!(retry_delay(&RetryFacts { retry_after: Some("Sun, 06 Nov 1994 08:49:40 GMT"), ..base.clone() }), Some(3000));
+        assert_eq!(retry_delay(&RetryFacts { retry_after: Some("soon"), ..base.clone() }), Some(250));
+        assert_eq!(retry_delay(&RetryFacts { retry_after: Some("30"), ..base.clone() }), None);
+        assert_eq!(retry_delay(&RetryFacts { remaining_ms: 250, ..base }), None);
+    }
+
+    #[test]
+    fn http_dates_are_read_as_imf_fixdate() {
+        assert_eq!(http_date_ms("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777_000));
+        assert_eq!(http_date_ms("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(http_date_ms("Sunday, 06-Nov-94 08:49:37 GMT"), None);
+    }
+
+    #[test]
+    fn call_limits_grow_with_the_input() {
+        let (f0, w0, m0) = call_limits(0);
+        let (f1, w1, m1) = call_limits(18_000_000);
+        assert!(f1 > f0 && w1 > w0 && m1 >= m0);
+        assert!(m1 <= limits::MEMORY_MAX);
+    }
+
+    #[test]
+    fn failure_lines_sanitise_labels() {
+        assert_eq!(
+            failure_line(Operation::Prune, "my agent", "a=b\nc", "guest_trap", Some("fuel")),
+            "tool prune: agent=my_agent name=a_b_c outcome=failed reason=guest_trap limit=fuel"
+        );
+        assert_eq!(failure_line(Operation::Omitted, "", "", "guest_trap", None), "tool omitted: agent=- outcome=failed reason=guest_trap");
+    }
+}
