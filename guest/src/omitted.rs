@@ -253,7 +253,7 @@ mod tests {
     fn record() -> (StoredResult, Vec<String>) {
         let paras: Vec<String> = (0..10).map(|i| format!("{i}{}\n\n", "z".repeat(197))).collect();
         let dropped = [2usize, 3, 4, 8].iter().map(|&i| DroppedUnit { index: i as u32, text: paras[i].clone() }).collect();
-        (StoredResult { id: "P1".into(), shape: Shape::Text, units: 10, dropped }, paras)
+        (StoredResult { id: "P1".into(), shape: Shape::Text, units: 10, chars: 800, dropped }, paras)
     }
 
     fn ask(args: &str, lang: Lang, r: &StoredResult) -> OmittedResult {
@@ -331,16 +331,16 @@ mod tests {
     #[test]
     fn exactly_20000_characters_is_allowed_one_more_is_too_large() {
         let unit = |i: u32, n: usize| DroppedUnit { index: i, text: "w".repeat(n) };
-        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, dropped: vec![unit(0, 10_000), unit(1, 10_000)] };
+        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, chars: 20_000, dropped: vec![unit(0, 10_000), unit(1, 10_000)] };
         assert_eq!(ask(r#"{"id":"P3","from":0,"to":1}"#, Lang::En, &r).outcome, OmittedOutcome::Ok);
-        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, dropped: vec![unit(0, 10_000), unit(1, 10_001)] };
+        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, chars: 20_001, dropped: vec![unit(0, 10_000), unit(1, 10_001)] };
         assert_eq!(ask(r#"{"id":"P3","from":0,"to":1}"#, Lang::En, &r).outcome, OmittedOutcome::TooLarge);
     }
 
     #[test]
     fn over_20000_characters_is_too_large() {
         let dropped = (0..8).map(|i| DroppedUnit { index: i, text: format!("{i}{}\n\n", "w".repeat(4_997)) }).collect();
-        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 8, dropped };
+        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 8, chars: 40_000, dropped };
         let a = ask(r#"{"id":"P3","from":0,"to":7}"#, Lang::En, &r);
         assert_eq!(a.outcome, OmittedOutcome::TooLarge);
         assert_eq!(a.text, "That range holds 40,000 characters, over the 20,000 limit. Narrow it (e.g. from=0, to=3).");
@@ -411,7 +411,7 @@ mod tests {
     fn an_array_record_returns_its_dropped_elements_as_a_json_array() {
         let elements: Vec<String> = (0..6).map(|i| format!(r#"{{"id": {i}, "body": "{}"}}"#, "q".repeat(300))).collect();
         let dropped = [0usize, 2, 3, 5].iter().map(|&i| DroppedUnit { index: i as u32, text: elements[i].clone() }).collect();
-        let r = StoredResult { id: "P1".into(), shape: Shape::JsonArray, units: 6, dropped };
+        let r = StoredResult { id: "P1".into(), shape: Shape::JsonArray, units: 6, chars: 0, dropped };
         let a = ask(r#"{"id":"P1","from":1,"to":3}"#, Lang::En, &r);
         assert_eq!(a.outcome, OmittedOutcome::Ok);
         assert_eq!(a.text, format!("[{},\n{}]", elements[2], elements[3]));

@@ -197,6 +197,7 @@ impl Job {
             id,
             shape,
             units: plan.paragraphs.len() as u32,
+            chars: (0..drop.len()).filter(|&i| drop[i]).map(|i| plan.paragraphs[i].chars as u64).sum(),
             dropped: (0..drop.len())
                 .filter(|&i| drop[i])
                 .map(|i| DroppedUnit { index: i as u32, text: text[plan.paragraphs[i].start..plan.paragraphs[i].end].to_string() })
