@@ -35,7 +35,8 @@ class Scrubber:
         # Longest first: the project and tmp folders live under the scratch root.
         self._pairs = [
             (str(project), PLACEHOLDER_PROJECT),
-            (str(project).replace("/", "-"), PLACEHOLDER_PROJECT.replace("/", "-")),
+            # Claude Code's per-project folder: every non-alphanumeric becomes "-".
+            (re.sub(r"[^A-Za-z0-9]", "-", str(project)), re.sub(r"[^A-Za-z0-9]", "-", PLACEHOLDER_PROJECT)),
             (str(home), PLACEHOLDER_HOME),
             (str(tmp), PLACEHOLDER_TMP),
             (str(root), "/home/user/scratch"),

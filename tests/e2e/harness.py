@@ -88,14 +88,15 @@ class Scratch:
         path.write_text(json.dumps(obj, indent=1), encoding="utf-8")
         return path
 
-    def env(self, api_url: str, *, tool_search: bool = False, extra: dict[str, str] | None = None) -> dict[str, str]:
+    def env(self, api_url: str, *, tool_search: bool = False, extra: dict[str, str | None] | None = None) -> dict[str, str]:
         """The minimal environment of an offline run against ``api_url``.
 
         ``PATH`` is inherited (hooks and MCP servers are found through it); the rest
         is set: the scratch ``HOME`` and ``TMPDIR``, the loopback API with a dummy
         key, telemetry and non-essential traffic off, and ``ENABLE_TOOL_SEARCH=false``
         unless ``tool_search`` (without it, MCP tools are deferred behind ToolSearch
-        and never appear in the request's ``tools``).
+        and never appear in the request's ``tools``). ``extra`` adds variables; a
+        ``None`` value removes one.
         """
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -109,7 +110,11 @@ class Scratch:
         }
         if not tool_search:
             env["ENABLE_TOOL_SEARCH"] = "false"
-        env.update(extra or {})
+        for k, v in (extra or {}).items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
         return env
 
 
@@ -149,7 +154,7 @@ class Claude:
         allowed_tools: Iterable[str] = (),
         continue_: bool = False,
         extra_args: Iterable[str] = (),
-        env: dict[str, str] | None = None,
+        env: dict[str, str | None] | None = None,
         tool_search: bool = False,
         timeout: float = 300,
     ) -> ClaudeResult:
@@ -157,7 +162,8 @@ class Claude:
 
         ``mcp_servers`` (``{name: {"command", "args", "env"}}``) is written to
         ``<root>/mcp.json`` and passed with ``--mcp-config``; ``allowed_tools``
-        goes to ``--allowedTools`` (comma-joined); ``env`` adds to `Scratch.env`.
+        goes to ``--allowedTools`` (comma-joined); ``env`` adds to (``None``: removes
+        from) `Scratch.env`.
         """
         argv = [self.toolchain.claude, "-p"]
         if continue_:

@@ -97,6 +97,7 @@ class TwoTurns:
     requests: list[dict[str, Any]]
     turn_of_request: list[int]
     agent: FetchOmittedAgent
+    recorded: list[Any]  # every RecordedRequest, side requests and other endpoints included
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +129,7 @@ def two_turns(toolchain: Toolchain, corpus: Path, tmp_path_factory: pytest.TempP
             turns.append(claude.run(PROMPT_2, api.url, mcp_servers=servers, allowed_tools=[FETCH, OMITTED], continue_=True).check())
             assert not api.errors, api.errors
             requests = api.main_requests()
-    return TwoTurns(scratch, probe, mcp_log, page_url, turns, requests, [1] * n1 + [2] * (len(requests) - n1), agent)
+    return TwoTurns(scratch, probe, mcp_log, page_url, turns, requests, [1] * n1 + [2] * (len(requests) - n1), agent, list(api.requests))
 
 
 def test_each_turn_fetches_reads_the_omission_back_and_answers(two_turns: TwoTurns) -> None:
@@ -136,6 +137,17 @@ def test_each_turn_fetches_reads_the_omission_back_and_answers(two_turns: TwoTur
     assert actions == ["fetch", "omitted", "answer"] * 2
     assert [t.stdout.strip() for t in two_turns.turns] == ["Answered from the page."] * 2
     assert two_turns.turn_of_request == [1, 1, 1, 2, 2, 2]
+
+
+def test_an_offline_run_calls_only_the_messages_endpoint(two_turns: TwoTurns) -> None:
+    assert {(r.method, r.path) for r in two_turns.recorded} == {("POST", "/v1/messages?beta=true")}
+    assert not any(r.side for r in two_turns.recorded)
+    assert all(r.body["stream"] is True for r in two_turns.recorded)
+    # The session id also travels in a header and in metadata.user_id.
+    session = two_turns.probe.events()[0]["session_id"]
+    assert {r.headers["x-claude-code-session-id"] for r in two_turns.recorded} == {session}
+    assert json.loads(two_turns.requests[0]["metadata"]["user_id"])["session_id"] == session
+    assert two_turns.recorded[0].headers["user-agent"].startswith(f"claude-cli/{CLAUDE_CODE_VERSION} ")
 
 
 def test_hook_events_arrive_in_order_with_these_fields(two_turns: TwoTurns) -> None:
@@ -288,6 +300,16 @@ def test_hook_payload_fixtures_have_the_live_shapes(two_turns: TwoTurns) -> None
     fixtures.check("mcp_tools_call.omitted", scrub(call["params"]))
     env = {k: v for k, v in two_turns.probe.calls("PostToolUse")[0]["env"].items() if k.startswith("CLAUDE")}
     fixtures.check("hook_env.post_tool_use", scrub(env))
+    # What the probe printed, as verified above (the forms toolprune's hook prints).
+    session = events[0]["session_id"]
+    original = two_turns.probe.events("PostToolUse")[0]["tool_response"][0]["text"]
+    fixtures.check("output.post_tool_use.updated_mcp_tool_output", scrub(
+        {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedMCPToolOutput": [{"type": "text", "text": PRUNED.replace("{{text}}", original)}]}}
+    ))
+    fixtures.check("output.pre_tool_use.updated_input", {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                               "updatedInput": {"id": "P1", "from": 2, "to": 4, "session_id": session}}
+    })
 
 
 # -- what a PostToolUse answer does ------------------------------------------------
@@ -513,6 +535,17 @@ def test_user_scope_mcp_server_is_in_the_first_request_when_connections_block(to
     assert OMITTED in tools[1]
     if nonblocking == "false":
         assert OMITTED in tools[0]
+
+
+def test_without_the_traffic_flags_the_cli_also_probes_api_hello(toolchain, scratch) -> None:
+    with ScriptedAnthropic([text("done")]) as api:
+        env = scratch.env(api.url)
+        unset = {k: None for k in ("DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")}
+        Claude(toolchain, scratch).run("q", api.url, env=unset).check()
+        paths = [(r.method, r.path, r.status) for r in api.requests]
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"  # the harness's default
+    assert ("HEAD", "/api/hello", 404) in paths
+    assert [p for p in paths if p[0] == "POST"] == [("POST", "/v1/messages?beta=true", 200)]
 
 
 def test_tool_search_hides_mcp_tools_unless_disabled(toolchain, scratch) -> None:
