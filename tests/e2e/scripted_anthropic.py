@@ -11,9 +11,9 @@
 - anything else — logged, answered ``404`` with an Anthropic-shaped error body.
 
 Which requests reach the *script*: every ``POST /v1/messages`` that is a **main**
-request of the agent loop (see `is_side_request`). Side requests — Claude Code's
-own housekeeping calls on the same endpoint (a one-token quota probe, title or
-topic generation), recognised by having no ``tools`` — get a short text answer
+request of the agent loop (see `is_side_request`). Side requests — calls the CLI
+makes on the same endpoint for itself, recognised by having no ``tools`` (with
+Claude Code 2.1.332 offline: WebFetch's page digest; FACTS.md) — get an answer
 from `side_reply` and never consume a script step.
 
 A *script* is either
@@ -145,11 +145,11 @@ class RecordedRequest:
 
 
 def is_side_request(body: Any) -> bool:
-    """True for Claude Code's housekeeping calls to ``/v1/messages``: those with no ``tools``.
+    """True for the CLI's own calls to ``/v1/messages``: those with no ``tools``.
 
     Claude Code 2.1.x sends every agent-loop request with its tool list (the built-in
-    tools are always there), while its quota probe (``max_tokens: 1``, content
-    ``"quota"``) and title/topic generation send none. FACTS.md lists what was seen.
+    tools are always there); its side calls (WebFetch's digest; with other settings,
+    title or quota calls) send none. FACTS.md lists what was seen.
     """
     return not (isinstance(body, dict) and body.get("tools"))
 

@@ -417,6 +417,34 @@ def test_session_end_hook_is_cancelled_quickly_unless_it_sets_a_timeout(toolchai
             assert not slept.exists()
 
 
+def test_tool_matcher_is_an_exact_name_or_list_else_an_unanchored_regex_not_a_glob(toolchain, scratch) -> None:
+    matchers = {
+        "exact": OMITTED,
+        "list": "mcp__docs__fetch|mcp__toolprune__omitted",
+        "bare-server": "mcp__toolprune",
+        "regex": "mcp__toolprune__.*",
+        "anchored-regex": "^mcp__.*__omitted$",
+        "regex-substring": "mcp__toolprune__*",
+        "glob": "mcp__*__omitted",
+    }
+    probes = {k: ProbeHook(scratch.root / "probe", tag=k) for k in matchers}
+    entries = [{"matcher": m, "hooks": [{"type": "command", "command": probes[k].command}]} for k, m in matchers.items()]
+    Scratch.write_json(scratch.user_settings, {"hooks": {"PostToolUse": entries}})
+    with ScriptedAnthropic([tool_use(OMITTED, {"id": "P1", "from": 0, "to": 1}), text("done")]) as api:
+        servers = {"toolprune": probe_server(toolchain, scratch.root / "mcp.jsonl")}
+        Claude(toolchain, scratch).run("q", api.url, mcp_servers=servers, allowed_tools=[OMITTED]).check()
+    fired = {k: len(p.events()) for k, p in probes.items()}
+    assert fired == {"exact": 1, "list": 1, "bare-server": 0, "regex": 1, "anchored-regex": 1, "regex-substring": 1, "glob": 0}
+
+
+def test_updated_input_applies_without_a_permission_decision(claude, probe, toolchain) -> None:
+    probe.respond("PreToolUse", {"tool": OMITTED, "stdout": {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"{{tool_input}}": 1, "session_id": "{{session_id}}"}}}})
+    result, requests = run_omitted_once(claude, probe, toolchain)
+    result.check()
+    session = probe.events("PreToolUse")[0]["session_id"]
+    assert f'"session_id": "{session}"' in tool_result_text(last_user_content(requests[1])[-1])
+
+
 # -- built-in tools ------------------------------------------------------------------
 
 

@@ -43,14 +43,17 @@ def test_streamed_tool_use_has_the_real_event_order_and_reassembles_its_input() 
     assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
 
 
-def test_non_streaming_answer_and_side_requests_do_not_consume_the_script() -> None:
+def test_non_streaming_answer_count_tokens_and_side_requests_do_not_consume_the_script() -> None:
     with ScriptedAnthropic([text("first"), text("second")]) as api:
         _, side = _post(api.url, {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "quota"}]})
         _, main = _post(api.url, {"model": "m", "tools": [{"name": "t"}], "messages": []})
+        count = urllib.request.urlopen(urllib.request.Request(
+            api.url + "/v1/messages/count_tokens", data=b'{"messages": []}', headers={"content-type": "application/json"}), timeout=10).read()
     assert json.loads(main)["content"] == [{"type": "text", "text": "first"}]
     assert json.loads(main)["stop_reason"] == "end_turn"
     assert json.loads(side)["content"][0]["type"] == "text"
-    assert [r.side for r in api.requests] == [True, False]
+    assert json.loads(count)["input_tokens"] >= 1
+    assert [r.side for r in api.requests] == [True, False, False]
     assert len(api.main_requests()) == 1 and len(api.side_requests()) == 1
 
 
