@@ -15,6 +15,7 @@ import json
 import shutil
 import ssl
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,8 +268,9 @@ def test_turn_two_prompt_is_a_user_message_of_its_own(two_turns: TwoTurns) -> No
     texts = [b.get("text") for b in last_user_content(first_of_turn_2)]
     assert PROMPT_2 in texts
     assert all(b["type"] == "text" for b in last_user_content(first_of_turn_2))
-    # The whole of turn 1 is replayed before it.
-    assert first_of_turn_2["messages"][: len(two_turns.requests[2]["messages"])][:1] == two_turns.requests[2]["messages"][:1]
+    # Turn 1's last request is replayed before the answer and the new prompt.
+    turn_1 = [m["role"] for m in two_turns.requests[2]["messages"]]
+    assert roles == turn_1 + ["assistant", "user"]
 
 
 def test_tool_results_repeat_unchanged_in_every_later_request(two_turns: TwoTurns) -> None:
@@ -413,7 +415,7 @@ def test_session_end_hook_is_cancelled_quickly_unless_it_sets_a_timeout(toolchai
             assert slept.exists() and result.stderr == ""
         else:
             assert "failed: Hook cancelled" in result.stderr and "SessionEnd hook" in result.stderr
-            assert result.seconds < 2.5 + 20  # the CLI did not wait for it
+            time.sleep(3)  # past the hook's sleep: it was killed, not left running
             assert not slept.exists()
 
 
