@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the Gemini CLI end-to-end probe (tests/e2e/test_gemini_probe.py) from a clean clone.
+# Run the Gemini CLI end-to-end probe (tests/e2e/test_gemini_probe.py) and the scripted
+# API's own tests (tests/e2e/test_scripted_gemini.py) from a clean clone.
 # Makes (once) a venv with pytest in the e2e cache; the tests themselves install Gemini CLI
 # (npm) and mcp-server-fetch (PyPI) into the same cache on first use (gemini_harness.py).
 #
@@ -17,4 +18,4 @@ if [ ! -x "$venv/bin/pytest" ]; then
     "${PYTHON:-python3}" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest
 fi
-exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_gemini_probe.py" "$@"
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_scripted_gemini.py" "$here/test_gemini_probe.py" "$@"
