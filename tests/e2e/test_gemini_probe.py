@@ -16,12 +16,14 @@ What it proves, each against the request the CLI sends to the model next:
   a fixed notice to that tool's result;
 - an MCP server gets no session id from the CLI (environment or arguments);
 - a headless run does not offer the tools of an MCP server without ``"trust": true``;
-- what each hook exit code / stray output does to the result and shows the user.
+- what each hook exit code / stray output does to the result and shows the user;
+- the wiring FACTS-gemini-cursor.md §3 recommends works, with stand-ins for toolprune's hook
+  (gemini_design_hook.py) and MCP server (gemini_design_store_mcp.py).
 
 Run: ``python3 -m pytest tests/e2e/test_gemini_probe.py`` (needs Node >= 20 with npm, and
 Python >= 3.10 with pytest; the first run installs into ~/.cache/toolprune-e2e, ~1 min).
 With ``TOOLPRUNE_CAPTURE_FIXTURES=1`` it rewrites tests/fixtures/hooks/gemini/ from the run
-(machine paths scrubbed). Each CLI run takes ~8-20 s; the module makes fifteen (~3 min).
+(machine paths scrubbed). Each CLI run takes ~8-20 s; the module makes sixteen (~3 min).
 """
 
 from __future__ import annotations
@@ -307,6 +309,60 @@ def test_headless_run_does_not_offer_tools_of_an_untrusted_mcp_server():
     assert run.returncode == 0, run.stderr
     assert FETCH_TOOL not in compact(first.body["tools"])
     assert fetch_response(second)["error"].startswith(f'Tool "{FETCH_TOOL}" not found.')
+
+
+# --- the recommended wiring, with stand-ins for toolprune's hook and MCP server -------------
+
+
+def test_recommended_flow_tail_call_for_the_pruned_body_and_session_injection_for_omitted():
+    """FACTS §3, end to end: AfterTool prunes and tail-calls ``mcp_toolprune_omitted`` with the
+    session in its args, so the model gets the pruned body; the model's own ``omitted`` call
+    gets the session from BeforeTool and returns the dropped paragraph verbatim."""
+    exe, fetch_bin = h.ensure_gemini_cli(), h.ensure_fetch_venv()
+    root = Path(tempfile.mkdtemp(prefix="gemini-probe-design."))
+    home, work, store = root / "home", root / "project", root / "store"
+    work.mkdir()
+    hook = shlex.join([sys.executable, str(h.E2E_DIR / "gemini_design_hook.py"), "--store", str(store),
+                       "--prunable", FETCH_TOOL, "--drop", "Paragraph 3"])
+    settings = h.base_settings()
+    settings["mcpServers"] = {
+        "fetch": h.fetch_server_config(fetch_bin),
+        "toolprune": {"command": str(fetch_bin / "python"),
+                      "args": [str(h.E2E_DIR / "gemini_design_store_mcp.py"), "--store", str(store)],
+                      "trust": True},
+    }
+    settings["hooks"] = {
+        "AfterTool": [{"matcher": f"^({FETCH_TOOL}|mcp_toolprune_omitted)$",
+                       "hooks": [{"type": "command", "command": hook, "name": "toolprune"}]}],
+        "BeforeTool": [{"matcher": "^mcp_toolprune_omitted$",
+                        "hooks": [{"type": "command", "command": hook, "name": "toolprune"}]}],
+    }
+    h.write_settings(home, settings)
+
+    def script(call):
+        last = call.body["contents"][-1]
+        names = [p["functionResponse"]["name"] for p in last["parts"] if "functionResponse" in p]
+        if names == [FETCH_TOOL]:
+            return [function_call_chunk("mcp_toolprune_omitted", {"id": "P1"})]
+        if names:
+            return [text_chunk("Done.")]
+        return [function_call_chunk(FETCH_TOOL, {"url": site.url("page.html")})]
+
+    with h.LoopbackSite({"page.html": PAGE}) as site, ScriptedGemini(script) as model:
+        run = h.run_gemini(exe, "Please fetch the probe page.", home=home, cwd=work, base_url=model.url)
+        gens = model.generation_calls()
+    shutil.rmtree(root, ignore_errors=True)
+    assert run.returncode == 0, run.stderr
+    assert len(gens) == 3
+    declared = [d for t in gens[0].body["tools"] for d in t.get("functionDeclarations", [])
+                if d["name"] == "mcp_toolprune_omitted"]
+    assert declared and "session" in compact(declared[0])
+    pruned = fetch_response(gens[1])["output"]
+    assert pruned.startswith("<untrusted_context>\nContents of http://127.0.0.1:")
+    assert "[… 1 paragraph(s) omitted, id=P1 …]" in pruned and PARAGRAPHS[3] not in pruned
+    assert all(p in pruned for i, p in enumerate(PARAGRAPHS) if i != 3)
+    (answer,) = [fr["response"] for fr in function_responses(gens[2].body) if fr["name"] == "mcp_toolprune_omitted"]
+    assert answer == {"output": f"<untrusted_context>\n{PARAGRAPHS[3]}\n</untrusted_context>\n\n\n{SYSTEM_NOTICE}"}
 
 
 # --- failures: what the model gets, what the user sees ----------------------------------
