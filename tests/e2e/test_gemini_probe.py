@@ -23,7 +23,7 @@ What it proves, each against the request the CLI sends to the model next:
 Run: ``python3 -m pytest tests/e2e/test_gemini_probe.py`` (needs Node >= 20 with npm, and
 Python >= 3.10 with pytest; the first run installs into ~/.cache/toolprune-e2e, ~1 min).
 With ``TOOLPRUNE_CAPTURE_FIXTURES=1`` it rewrites tests/fixtures/hooks/gemini/ from the run
-(machine paths scrubbed). Each CLI run takes ~8-20 s; the module makes sixteen (~3 min).
+(machine paths scrubbed). Each CLI run takes ~8-20 s; the module makes sixteen (~3.5 min).
 """
 
 from __future__ import annotations
