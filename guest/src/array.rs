@@ -54,7 +54,16 @@ impl JsonArray {
             .iter()
             .map(|e| {
                 let chars = raw.get(e.clone()).map_or(0, |s| s.chars().count());
-                Paragraph { start: e.start, end: e.end, chars, fixed: chars > MAX_PARAGRAPH_CHARS }
+                // An element is a JSON value: no surrounding whitespace, and
+                // a visible character (a quote, bracket, digit or letter).
+                Paragraph {
+                    start: e.start,
+                    end: e.end,
+                    chars,
+                    fixed: chars > MAX_PARAGRAPH_CHARS,
+                    measured: chars,
+                    visible: true,
+                }
             })
             .collect()
     }

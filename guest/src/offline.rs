@@ -904,7 +904,7 @@ mod tests {
         let paras = crate::split::split(&doc.text);
         let texts: Vec<&str> = paras
             .iter()
-            .filter(|p| !p.fixed)
+            .filter(|p| p.scorable())
             .map(|p| &doc.text[p.start..p.end])
             .collect();
         let scores = scores_of(&doc.request, &texts);
@@ -913,7 +913,7 @@ mod tests {
         if !all_below {
             let mut k = 0;
             for (i, p) in paras.iter().enumerate() {
-                if !p.fixed {
+                if p.scorable() {
                     drop[i] = scores[k] < threshold;
                     k += 1;
                 }
@@ -981,7 +981,7 @@ mod tests {
             let (mut o0, mut o2, mut k) = (0.0, 0.0, 0.0);
             for doc in docs.iter() {
                 let paras = crate::split::split(&doc.text);
-                let idx: Vec<usize> = (0..paras.len()).filter(|&i| !paras[i].fixed).collect();
+                let idx: Vec<usize> = (0..paras.len()).filter(|&i| paras[i].scorable()).collect();
                 if idx.is_empty() {
                     continue;
                 }
@@ -1080,7 +1080,7 @@ mod tests {
             let paras = crate::split::split(&doc.text);
             let texts: Vec<&str> = paras
                 .iter()
-                .filter(|p| !p.fixed)
+                .filter(|p| p.scorable())
                 .map(|p| &doc.text[p.start..p.end])
                 .collect();
             let sc = scores_of(&doc.request, &texts);
@@ -1218,7 +1218,7 @@ mod tests {
             let paras = crate::split::split(&doc.text);
             let texts: Vec<&str> = paras
                 .iter()
-                .filter(|p| !p.fixed)
+                .filter(|p| p.scorable())
                 .map(|p| &doc.text[p.start..p.end])
                 .collect();
             let sc = score(&doc.request, &texts);

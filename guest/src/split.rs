@@ -3,8 +3,9 @@
 //! [`split`] cuts a text into [`Paragraph`]s: byte spans that tile the text
 //! exactly (`p[0].start == 0`, `p[i].end == p[i + 1].start`,
 //! `last.end == text.len()`), so joining them gives the input back byte for
-//! byte. Every length is in characters (Unicode scalar values,
-//! `str::chars().count()`) of the whole span, separators included.
+//! byte. Every count is in characters (Unicode scalar values,
+//! `str::chars().count()`): `chars` counts the whole span, separators
+//! included; the limits of steps 3–4 use the *measured length* below.
 //!
 //! # Lines
 //!
@@ -15,29 +16,61 @@
 //! A U+FEFF at the very start of the text is ignored when classifying the
 //! first line (it still belongs to the first paragraph's bytes).
 //!
-//! # Step 1 — fences (CommonMark fenced code blocks)
+//! SPEC §4 wins over CommonMark here: CommonMark's blank lines hold only
+//! spaces and tabs, SPEC's any Unicode whitespace (a line of U+3000 in
+//! Japanese text). This module uses SPEC's everywhere, also where CommonMark
+//! asks "is the rest of the line blank?" in step 1.
 //!
-//! A line's *prefix* is stripped first: any run of spaces/tabs, block-quote
-//! markers `>` and list markers (`-`, `+`, `*`, or 1–9 digits followed by
-//! `.`/`)`, each followed by a space or tab), in any order and nesting, so
-//! `  ```` `, `> > ```` `, `- ```` `, `  > 1. ~~~` all open fences. The number of
-//! `>` markers stripped is the fence's quote *depth*. An **opening fence** is
-//! then a run of ≥ 3 backticks or ≥ 3 tildes; for backticks the rest of the
-//! line (the info string) may not contain a backtick — so inline code such as
-//! ``` ```inline``` ``` is not a fence. Indentation is not limited (lists
-//! nest).
+//! # Step 1 — fences, as CommonMark's block structure decides them
 //!
-//! Every line after the opener is inside the fence (blank or not: blank lines
-//! inside never split) until, and including, the **closing fence**: after
-//! stripping `depth` quote markers and spaces/tabs, a run of the same
-//! character at least as long as the opener followed only by whitespace.
-//! If a non-blank line carries fewer than `depth` `>` markers, the block
-//! quote — and so the fence, as in CommonMark — ended before that line, which
-//! is then read afresh; blank lines without `>` inside a quoted fence are
-//! decided by the next non-blank line: fence content if it still carries the
-//! markers, separators if it does not. Fences in list items are not ended by
-//! dedent (that needs a list parser; keeping more together is the safe side).
-//! A fence that never closes runs to the end of the text.
+//! Which lines belong to a fenced code block is decided line by line as in
+//! CommonMark's parsing strategy (spec 0.31.2, appendix), keeping only what
+//! decides fences: the open containers (block quotes, list items, outermost
+//! first) and the open leaf of the innermost one (a paragraph, an indented
+//! code block, a fence, or none). Columns count tabs to the next multiple of
+//! 4; a tab may be used in part. Indentation is counted from where the
+//! matched containers end. For each line:
+//!
+//! 1. **Containers go on.** Each open container in turn must continue: a
+//!    block quote with `>` indented at most 3 columns (then one optional
+//!    space or tab column); a list item with an indentation of at least its
+//!    content column, or with a blank rest of line if the item already holds
+//!    a block (an item begun on an empty marker line ends at a blank line).
+//!    A blank rest of line therefore ends every block quote from there on.
+//! 2. **An open fence** whose containers all went on takes the line: it is
+//!    the **closing fence** when, indented at most 3 columns, it holds a run
+//!    of the opener's character at least as long as the opener followed only
+//!    by spaces and tabs, and fence content otherwise. An open indented code
+//!    block likewise takes a line indented 4 or more columns, or blank.
+//! 3. **New blocks** start where the matched containers end, first match
+//!    wins: indentation of 4 or more columns is indented code — or, when a
+//!    paragraph is open, its continuation — so such a line never opens nor
+//!    closes a fence; `>` opens a block quote; 1–6 `#` then a space, tab or
+//!    the end is an ATX heading; an **opening fence** is a run of ≥ 3
+//!    backticks or ≥ 3 tildes, a backtick run's info string holding no
+//!    backtick (so ``` ```inline``` ``` is no fence); `=`s or `-`s alone right
+//!    under an open paragraph are a setext underline; three or more `*`, `-`
+//!    or `_` alone (spaces and tabs between) are a thematic break; a list
+//!    marker (`-`, `+`, `*`, or 1–9 digits then `.` or `)`, then a space, a
+//!    tab or the end of the line) opens a list item whose content column is
+//!    the marker's end plus the 1–4 columns of spaces after it (plus 1
+//!    when there are 5 or more, or nothing follows); to interrupt a
+//!    paragraph the item may not be empty and an ordered one must start
+//!    at 1. After a block quote or a list item, new blocks may start again
+//!    on the same line (`> - ```` ` is a fence in a list item in a block
+//!    quote).
+//! 4. **Closing.** A line that starts nothing while a paragraph is open and
+//!    some container did not go on is a lazy continuation line: nothing
+//!    closes. Otherwise the containers that did not go on close, with their
+//!    leaf: **a fence ends with its block quote or list item**. The line is
+//!    then read afresh (a quoted "closing" fence after a blank line opens a
+//!    new fence). A fence that nothing ends runs to the end of the text.
+//!
+//! A line belongs to a fence when it opens, continues or closes one. Not
+//! modelled, as SPEC §4 names only fences: HTML blocks (a fence line inside
+//! raw HTML still counts). Dialects are read as CommonMark reads them: a
+//! fence indented 4 or more columns past its list item's content (as MkDocs'
+//! content tabs write it) is indented code, whose blank lines split.
 //!
 //! # Step 2 — blocks
 //!
@@ -47,36 +80,52 @@
 //! separator belonging to the block before them, and blank lines at the very
 //! start belong to the first block. A text of blank lines only is one block.
 //!
-//! # Steps 3–4 — fixed paragraphs and merging
+//! # Steps 3–4 — measuring, fixed paragraphs and merging
 //!
-//! A block longer than `MAX_PARAGRAPH_CHARS` (6,000) is *fixed*. Then, left to
-//! right with an accumulator `acc` (initially the first block), for each next
-//! block `b`:
+//! The **measured length** of a span is the number of characters of the span
+//! without its leading and trailing whitespace (`char::is_whitespace`, and
+//! the U+FEFF at the start of the text), a `\r\n` counting as one character.
+//! So the trailing separator (the last line end and the blank lines after
+//! it), the blank lines at the start of the text and the first line's
+//! indentation never count, and a CRLF text measures as its LF twin; blank
+//! lines *between* the blocks of a merged paragraph do count.
 //!
-//! * if `acc` is not fixed, `acc.chars < MIN_PARAGRAPH_CHARS` (120), `b` is
-//!   not fixed and `acc.chars + b.chars <= 6000`, then `acc` absorbs `b` (the
-//!   short paragraph merges into the next one) and is measured again, so a run
-//!   of short blocks keeps accumulating until it reaches 120;
+//! A block measuring more than `MAX_PARAGRAPH_CHARS` (6,000) is *fixed*.
+//! Then, left to right with an accumulator `acc` (initially the first
+//! block), for each next block `b`:
+//!
+//! * if `acc` is not fixed, measures less than `MIN_PARAGRAPH_CHARS` (120),
+//!   `b` is not fixed and `acc` joined with `b` measures `<= 6000`, then
+//!   `acc` absorbs `b` (the short paragraph merges into the next one) and is
+//!   measured again, so a run of short blocks keeps accumulating until it
+//!   reaches 120;
 //! * otherwise `acc` is final (pushed) and `b` becomes the new `acc`.
 //!
-//! At the end `acc` is pushed. If that last paragraph is shorter than 120, has
-//! a previous paragraph, that previous one is not fixed, and their sum is
-//! `<= 6000`, it merges into the previous one (it has no next). No further
-//! cascade is needed: the previous one is then ≥ 120 (a shorter one would
-//! already have absorbed it, as the same sum test would have passed).
+//! At the end `acc` is pushed. If that last paragraph measures less than
+//! 120, has a previous paragraph, that previous one is not fixed, and the two
+//! joined measure `<= 6000`, it merges into the previous one (it has no
+//! next). No further cascade is needed: the previous one then measures ≥ 120
+//! (a shorter one would already have absorbed it, as the same test would
+//! have passed).
 //!
-//! A merged paragraph therefore never exceeds 6,000 and is never fixed; a
-//! fixed paragraph is exactly one block. A paragraph shorter than 120 survives
-//! only when its neighbour is fixed, the merge would pass 6,000, or it is the
-//! whole text.
+//! A merged paragraph therefore never measures more than 6,000 and is never
+//! fixed; a fixed paragraph is exactly one block. A paragraph measuring less
+//! than 120 survives only when its neighbour is fixed, the merge would pass
+//! 6,000, or it is the whole text.
 //!
 //! # Step 5
 //!
 //! The paragraphs are numbered by their index in the returned `Vec`, from 0.
+//! A paragraph without a visible character (only whitespace, control
+//! characters and default-ignorable code points such as U+200B or U+FEFF)
+//! is not [`Paragraph::scorable`] (nor is a fixed one): never batched nor
+//! sent, kept, reported `unscored`.
 //!
 //! Runs in O(n) time over the text and never panics: all slicing is at ASCII
-//! bytes (`\r`, `\n`, `>`, markers) or at a leading BOM, which are always
-//! char boundaries.
+//! bytes (`\r`, `\n`, `>`, markers, spaces), at a leading BOM or after whole
+//! whitespace characters, which are always char boundaries; each line costs
+//! O(its length) plus the containers it closes, and a blank line skips the
+//! run of list items up to the next block quote at once.
 
 use crate::limits::{MAX_PARAGRAPH_CHARS, MIN_PARAGRAPH_CHARS};
 
@@ -87,10 +136,27 @@ pub struct Paragraph {
     pub start: usize,
     /// Byte offset where it ends (exclusive); the next paragraph starts here.
     pub end: usize,
-    /// Characters (Unicode scalar values) in `start..end`.
+    /// Characters (Unicode scalar values) in `start..end`, separators
+    /// included: what the paragraph weighs in the text (markers, counts,
+    /// batches, `omitted`).
     pub chars: usize,
-    /// Longer than 6,000 characters: unscored and kept (SPEC §4.3).
+    /// Measures more than 6,000 characters: unscored and kept (SPEC §4.3).
     pub fixed: bool,
+    /// The length SPEC §4.3–§4.4's limits measure (characters without the
+    /// surrounding whitespace, `\r\n` as one; see the module doc).
+    pub measured: usize,
+    /// Holds at least one visible character: not whitespace, not a control
+    /// character, not a default-ignorable code point (U+200B, U+FEFF, …).
+    pub visible: bool,
+}
+
+impl Paragraph {
+    /// Is the paragraph scored (batched and sent, SPEC §4.6)? Not when it is
+    /// fixed (SPEC §4.3), nor when it has no visible character: then it is
+    /// kept and reported unscored, and no scorer call is paid for it.
+    pub fn scorable(&self) -> bool {
+        !self.fixed && self.visible
+    }
 }
 
 /// Split `text` into paragraphs (SPEC §4.1–§4.5). See the module doc for the
@@ -100,17 +166,6 @@ pub fn split(text: &str) -> Vec<Paragraph> {
         return Vec::new();
     }
     merge(text, &blocks(text))
-}
-
-/// An open fenced code block.
-#[derive(Debug, Clone, Copy)]
-struct Fence {
-    /// `b'`'` or `b'~'`.
-    ch: u8,
-    /// Length of the opening run (≥ 3).
-    len: usize,
-    /// Block-quote markers (`>`) before the opening run.
-    depth: usize,
 }
 
 /// One line: `start..content_end` is its text; its terminator (`\n`, `\r\n`,
@@ -144,87 +199,389 @@ fn lines(text: &str) -> impl Iterator<Item = Line> + '_ {
     })
 }
 
-/// `s` without leading spaces and tabs.
-fn skip_indent(s: &str) -> &str {
-    // Bytes, not `trim_start_matches([' ', '\t'])`: this runs on every line,
-    // and the char-pattern searcher cost ≈ 3 % of a result's guest work.
-    let n = s.bytes().take_while(|&b| b == b' ' || b == b'\t').count();
-    &s[n..]
+// ----- Step 1: CommonMark's block structure, as far as fences need it -----
+
+/// An open fenced code block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fence {
+    /// `b'`'` or `b'~'`.
+    ch: u8,
+    /// Length of the opening run (≥ 3).
+    len: usize,
 }
 
-/// The rest of `s` after a list marker (`-`, `+`, `*`, or 1–9 digits then `.`
-/// or `)`) that is followed by a space or tab; `None` if `s` has none.
-fn after_list_marker(s: &str) -> Option<&str> {
-    let b = s.as_bytes();
-    let n = match b.first()? {
-        b'-' | b'+' | b'*' => 1,
-        b'0'..=b'9' => {
-            let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
-            if digits > 9 || !matches!(b.get(digits), Some(b'.' | b')')) {
-                return None;
+/// An open container block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Container {
+    Quote,
+    /// A list item: `indent` columns (past the containers before it) reach
+    /// its content; `holds` once it holds a block.
+    Item {
+        indent: usize,
+        holds: bool,
+    },
+}
+
+/// The open leaf block of the innermost container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Leaf {
+    #[default]
+    Nothing,
+    Paragraph,
+    IndentedCode,
+    Fence(Fence),
+}
+
+/// A place in a line: byte `pos` and column `col`. When the byte at `pos` is
+/// a tab already partly used, `col` lies inside it (its width left is
+/// `4 - col % 4`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cursor {
+    pos: usize,
+    col: usize,
+}
+
+/// The first byte at or after `c` that is not a space or tab.
+fn next_nonspace(b: &[u8], mut c: Cursor) -> Cursor {
+    while let Some(&x) = b.get(c.pos) {
+        match x {
+            b' ' => c.col += 1,
+            b'\t' => c.col += 4 - c.col % 4,
+            _ => break,
+        }
+        c.pos += 1;
+    }
+    c
+}
+
+/// Use `n` columns of spaces and tabs from `c` (a tab may be used in part);
+/// stops early at anything else.
+fn advance(b: &[u8], mut c: Cursor, mut n: usize) -> Cursor {
+    while n > 0 {
+        match b.get(c.pos) {
+            Some(b' ') => {
+                c.pos += 1;
+                c.col += 1;
+                n -= 1;
             }
-            digits + 1
+            Some(b'\t') => {
+                let w = 4 - c.col % 4;
+                if w <= n {
+                    c.pos += 1;
+                    c.col += w;
+                    n -= w;
+                } else {
+                    c.col += n;
+                    n = 0;
+                }
+            }
+            _ => break,
         }
-        _ => return None,
+    }
+    c
+}
+
+/// Past a `>` at `c`: its column and one optional space or tab column.
+fn after_quote_marker(b: &[u8], c: Cursor) -> Cursor {
+    let c = Cursor {
+        pos: c.pos + 1,
+        col: c.col + 1,
     };
-    match b.get(n) {
-        Some(b' ' | b'\t') => Some(&s[n..]),
-        _ => None,
+    if matches!(b.get(c.pos), Some(b' ' | b'\t')) {
+        advance(b, c, 1)
+    } else {
+        c
     }
 }
 
-/// An opening fence on this line (outside any fence), if there is one.
-fn opening_fence(content: &str) -> Option<Fence> {
-    let mut s = content;
-    let mut depth = 0;
-    loop {
-        s = skip_indent(s);
-        if let Some(rest) = s.strip_prefix('>') {
-            depth += 1;
-            s = rest;
-        } else if let Some(rest) = after_list_marker(s) {
-            s = rest;
-        } else {
-            break;
-        }
-    }
-    let ch = *s.as_bytes().first()?;
+/// `s` is a run of ≥ 3 backticks or tildes; a backtick run's info string
+/// holds no backtick.
+fn opening_fence(s: &[u8]) -> Option<Fence> {
+    let ch = *s.first()?;
     if ch != b'`' && ch != b'~' {
         return None;
     }
-    let len = s.bytes().take_while(|&c| c == ch).count();
-    if len < 3 {
+    let len = s.iter().take_while(|&&c| c == ch).count();
+    if len < 3 || (ch == b'`' && s[len..].contains(&b'`')) {
         return None;
     }
-    if ch == b'`' && s[len..].contains('`') {
-        return None;
-    }
-    Some(Fence { ch, len, depth })
+    Some(Fence { ch, len })
 }
 
-/// Strip up to `depth` block-quote markers (each possibly indented); the
-/// number stripped and the rest.
-fn strip_quotes(content: &str, depth: usize) -> (usize, &str) {
-    let mut s = content;
-    let mut n = 0;
-    while n < depth {
-        match skip_indent(s).strip_prefix('>') {
-            Some(rest) => {
-                s = rest;
-                n += 1;
+/// `s` closes `fence`: a run of its character at least as long as the
+/// opener, then only spaces and tabs.
+fn closes(s: &[u8], fence: Fence) -> bool {
+    let run = s.iter().take_while(|&&c| c == fence.ch).count();
+    run >= fence.len && s[run..].iter().all(|&c| c == b' ' || c == b'\t')
+}
+
+/// 1–6 `#` then a space, a tab or the end.
+fn atx_heading(s: &[u8]) -> bool {
+    let n = s.iter().take_while(|&&c| c == b'#').count();
+    (1..=6).contains(&n) && matches!(s.get(n), None | Some(b' ' | b'\t'))
+}
+
+/// A run of `=` or of `-`, then only spaces and tabs.
+fn setext_underline(s: &[u8]) -> bool {
+    let Some(&ch) = s.first().filter(|&&c| c == b'=' || c == b'-') else {
+        return false;
+    };
+    let run = s.iter().take_while(|&&c| c == ch).count();
+    s[run..].iter().all(|&c| c == b' ' || c == b'\t')
+}
+
+/// For each thematic-break character (`*`, `-`, `_`), where the line's tail
+/// made only of it, spaces and tabs begins: found once per line, so that
+/// asking again after each list marker stays linear.
+struct BreakTails([usize; 3]);
+
+impl BreakTails {
+    fn new(b: &[u8]) -> BreakTails {
+        let tail = |ch: u8| {
+            b.iter()
+                .rposition(|&c| c != ch && c != b' ' && c != b'\t')
+                .map_or(0, |i| i + 1)
+        };
+        BreakTails([tail(b'*'), tail(b'-'), tail(b'_')])
+    }
+
+    /// `b[pos..]` is a thematic break: three or more of one of `*`, `-`,
+    /// `_`, with only spaces and tabs besides.
+    fn at(&self, b: &[u8], pos: usize) -> bool {
+        let Some(&ch) = b.get(pos) else { return false };
+        let tail = match ch {
+            b'*' => self.0[0],
+            b'-' => self.0[1],
+            b'_' => self.0[2],
+            _ => return false,
+        };
+        pos >= tail && b[pos..].iter().filter(|&&c| c == ch).take(3).count() == 3
+    }
+}
+
+/// A list marker at `nn` (the first non-space after `cur`): the item's
+/// content indentation counted from `cur`, and where its content starts.
+/// `end` is where the line's blank rest starts; `interrupting` when the
+/// marker would interrupt an open paragraph.
+fn list_item(
+    b: &[u8],
+    end: usize,
+    cur: Cursor,
+    nn: Cursor,
+    interrupting: bool,
+) -> Option<(usize, Cursor)> {
+    let s = &b[nn.pos..];
+    let (width, starts_at_one) = match *s.first()? {
+        b'-' | b'+' | b'*' => (1, true),
+        b'0'..=b'9' => {
+            let digits = s.iter().take(10).take_while(|c| c.is_ascii_digit()).count();
+            if digits > 9 || !matches!(s.get(digits), Some(b'.' | b')')) {
+                return None;
             }
-            None => break,
+            let one = s[..digits].iter().rev().skip(1).all(|&c| c == b'0') && s[digits - 1] == b'1';
+            (digits + 1, one)
+        }
+        _ => return None,
+    };
+    if !matches!(s.get(width), None | Some(b' ' | b'\t')) {
+        return None;
+    }
+    let marker_end = Cursor {
+        pos: nn.pos + width,
+        col: nn.col + width,
+    };
+    let empty = marker_end.pos >= end;
+    if interrupting && (empty || !starts_at_one) {
+        return None;
+    }
+    let mut c = marker_end;
+    while c.col - marker_end.col < 5 && matches!(b.get(c.pos), Some(b' ' | b'\t')) {
+        c = advance(b, c, 1);
+    }
+    let spaces = c.col - marker_end.col;
+    let (padding, content) = if spaces >= 5 || c.pos >= end {
+        let one = if matches!(b.get(marker_end.pos), Some(b' ' | b'\t')) {
+            advance(b, marker_end, 1)
+        } else {
+            marker_end
+        };
+        (width + 1, one)
+    } else {
+        (width + spaces, c)
+    };
+    Some((nn.col - cur.col + padding, content))
+}
+
+/// The open blocks while reading the lines (CommonMark's document tree,
+/// reduced to its open path).
+#[derive(Default)]
+struct Structure {
+    /// Open containers, outermost first.
+    stack: Vec<Container>,
+    /// Positions in `stack` of its block quotes, ascending.
+    quotes: Vec<usize>,
+    /// The open leaf of the innermost container.
+    leaf: Leaf,
+}
+
+impl Structure {
+    /// Close the containers from `keep` on.
+    fn close(&mut self, keep: usize) {
+        if keep < self.stack.len() {
+            self.stack.truncate(keep);
+            self.leaf = Leaf::Nothing;
+            while self.quotes.last().is_some_and(|&q| q >= keep) {
+                self.quotes.pop();
+            }
         }
     }
-    (n, s)
+
+    /// The innermost container now holds a block.
+    fn holds(&mut self) {
+        if let Some(Container::Item { holds, .. }) = self.stack.last_mut() {
+            *holds = true;
+        }
+    }
+
+    fn open(&mut self, c: Container) {
+        self.holds();
+        if c == Container::Quote {
+            self.quotes.push(self.stack.len());
+        }
+        self.stack.push(c);
+        self.leaf = Leaf::Nothing;
+    }
+
+    /// Read one line (terminator excluded): does it belong to a fenced code
+    /// block (opening, content or closing fence)? Steps 1–4 of the module doc.
+    /// `end` is where the line's blank rest begins (0 for a blank line).
+    fn line(&mut self, content: &str, end: usize) -> bool {
+        let b = content.as_bytes();
+        let mut cur = Cursor::default();
+        let mut nn = next_nonspace(b, cur);
+
+        // 1. Containers go on.
+        let open = self.stack.len();
+        let mut matched = 0;
+        let mut quotes_matched = 0;
+        while matched < open {
+            if nn.pos >= end {
+                // Blank rest: items holding a block go on, the next block
+                // quote does not.
+                matched = self.quotes.get(quotes_matched).copied().unwrap_or(open);
+                if matched == open
+                    && matches!(
+                        self.stack.last(),
+                        Some(Container::Item { holds: false, .. })
+                    )
+                {
+                    matched -= 1;
+                }
+                break;
+            }
+            match self.stack[matched] {
+                Container::Quote if nn.col - cur.col <= 3 && b[nn.pos] == b'>' => {
+                    cur = after_quote_marker(b, nn);
+                    nn = next_nonspace(b, cur);
+                    quotes_matched += 1;
+                }
+                Container::Item { indent, .. } if nn.col - cur.col >= indent => {
+                    cur = advance(b, cur, indent)
+                }
+                _ => break,
+            }
+            matched += 1;
+        }
+        let all_matched = matched == open;
+
+        // 2. The open leaf takes the line.
+        let mut paragraph_goes_on = false;
+        if all_matched {
+            match self.leaf {
+                Leaf::Fence(f) => {
+                    if nn.pos < end && nn.col - cur.col <= 3 && closes(&b[nn.pos..], f) {
+                        self.leaf = Leaf::Nothing;
+                    }
+                    return true;
+                }
+                Leaf::IndentedCode if nn.pos >= end || nn.col - cur.col >= 4 => return false,
+                Leaf::Paragraph => paragraph_goes_on = nn.pos < end,
+                _ => {}
+            }
+        }
+
+        // 3. New blocks.
+        let mut tails = None;
+        let mut started = false;
+        while nn.pos < end {
+            let s = &b[nn.pos..];
+            let interrupting = paragraph_goes_on && !started;
+            if nn.col - cur.col >= 4 {
+                if !started && self.leaf == Leaf::Paragraph {
+                    break; // continuation text, lazy or not
+                }
+                self.close(matched);
+                self.holds();
+                self.leaf = Leaf::IndentedCode;
+                return false;
+            }
+            if s[0] == b'>' {
+                self.close(matched);
+                self.open(Container::Quote);
+                started = true;
+                cur = after_quote_marker(b, nn);
+                nn = next_nonspace(b, cur);
+                matched = self.stack.len();
+                continue;
+            }
+            if let Some(f) = opening_fence(s) {
+                self.close(matched);
+                self.holds();
+                self.leaf = Leaf::Fence(f);
+                return true;
+            }
+            let thematic = matches!(s[0], b'*' | b'-' | b'_')
+                && tails
+                    .get_or_insert_with(|| BreakTails::new(b))
+                    .at(b, nn.pos);
+            if atx_heading(s) || (interrupting && setext_underline(s)) || thematic {
+                self.close(matched);
+                self.holds();
+                self.leaf = Leaf::Nothing;
+                return false;
+            }
+            if let Some((indent, content)) = list_item(b, end, cur, nn, interrupting) {
+                self.close(matched);
+                self.open(Container::Item {
+                    indent,
+                    holds: false,
+                });
+                started = true;
+                cur = content;
+                nn = next_nonspace(b, cur);
+                matched = self.stack.len();
+                continue;
+            }
+            break;
+        }
+
+        // 4. Closing, and the paragraph.
+        let blank = nn.pos >= end;
+        if !started && !all_matched && !blank && self.leaf == Leaf::Paragraph {
+            return false; // lazy continuation: everything stays open
+        }
+        self.close(matched);
+        if blank {
+            self.leaf = Leaf::Nothing;
+        } else if !paragraph_goes_on || started {
+            self.holds();
+            self.leaf = Leaf::Paragraph;
+        }
+        false
+    }
 }
 
-/// Is `rest` (the line after the fence's quote markers) a closing fence?
-fn closes(rest: &str, fence: Fence) -> bool {
-    let s = skip_indent(rest);
-    let run = s.bytes().take_while(|&c| c == fence.ch).count();
-    run >= fence.len && s[run..].chars().all(char::is_whitespace)
-}
+// ----- Step 2 -----
 
 /// SPEC §4.1–§4.2: the blocks (byte spans tiling the text) before merging.
 fn blocks(text: &str) -> Vec<(usize, usize)> {
@@ -232,50 +589,19 @@ fn blocks(text: &str) -> Vec<(usize, usize)> {
     let mut cur_start = 0;
     let mut seen_content = false;
     let mut after_blank = false;
-    let mut fence: Option<Fence> = None;
-    // Blank lines without `>` seen inside a quoted fence, not yet decided.
-    let mut quote_gap = false;
+    let mut structure = Structure::default();
 
     for line in lines(text) {
         let mut content = &text[line.start..line.content_end];
         if line.start == 0 {
             content = content.strip_prefix('\u{FEFF}').unwrap_or(content);
         }
-
-        let blank = content.chars().all(char::is_whitespace);
-
-        // Inside a fence: the line is part of the block whatever it holds,
-        // unless the block quote holding the fence ended before it.
-        let mut in_fence = false;
-        if let Some(f) = fence {
-            let (n, rest) = strip_quotes(content, f.depth);
-            if n >= f.depth {
-                in_fence = true;
-                quote_gap = false;
-                if closes(rest, f) {
-                    fence = None;
-                }
-            } else if blank {
-                // Unquoted blank line in a quoted fence: the next non-blank
-                // line tells whether the quote (and fence) goes on.
-                quote_gap = true;
-                continue;
-            } else {
-                // The quote ended: so did the fence, and the blank lines just
-                // before this line were separators after all.
-                fence = None;
-                after_blank |= quote_gap;
-                quote_gap = false;
-            }
-        }
-
-        let blank = blank && !in_fence;
-        if blank {
+        // Where the blank rest of the line begins: 0 when the line is blank.
+        let end = content_len(content);
+        let in_fence = structure.line(content, end);
+        if !in_fence && end == 0 {
             after_blank = true;
             continue;
-        }
-        if !in_fence {
-            fence = opening_fence(content);
         }
         if seen_content && after_blank {
             out.push((cur_start, line.start));
@@ -288,61 +614,208 @@ fn blocks(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// SPEC §4.3–§4.4: fix the long blocks, merge the short ones.
-fn merge(text: &str, blocks: &[(usize, usize)]) -> Vec<Paragraph> {
-    let mut out: Vec<Paragraph> = Vec::with_capacity(blocks.len());
-    let mut acc: Option<Paragraph> = None;
-    for &(start, end) in blocks {
-        let chars = text[start..end].chars().count();
-        let b = Paragraph {
+// ----- Steps 3–5 -----
+
+/// A block, or blocks merged, with what merging needs to measure it again.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    start: usize,
+    end: usize,
+    /// Characters in `start..end`.
+    chars: usize,
+    /// The measured length (module doc); 0 exactly when all is whitespace.
+    measured: usize,
+    /// Measured length of the whitespace before the first visible part (all
+    /// of the piece when `measured` is 0) and after the last one (then 0).
+    lead: usize,
+    trail: usize,
+    visible: bool,
+}
+
+impl Piece {
+    fn new(text: &str, start: usize, end: usize) -> Piece {
+        let span = &text[start..end];
+        let bom = if start == 0 && span.starts_with('\u{FEFF}') {
+            '\u{FEFF}'.len_utf8()
+        } else {
+            0
+        };
+        let body_start = bom + blank_prefix(&span[bom..]);
+        let body_end = body_start + content_len(&span[body_start..]);
+        let body = &span[body_start..body_end];
+        // No `\r\n` straddles these cuts: the body starts and ends with a
+        // character that is not whitespace.
+        let (lead, body_len, trail) = (
+            count(&span[..body_start]),
+            count(body),
+            count(&span[body_end..]),
+        );
+        Piece {
             start,
             end,
-            chars,
-            fixed: chars > MAX_PARAGRAPH_CHARS,
+            chars: lead.0 + body_len.0 + trail.0,
+            measured: body_len.0 - body_len.1,
+            lead: lead.0 - lead.1,
+            trail: trail.0 - trail.1,
+            visible: body.chars().any(is_visible),
+        }
+    }
+
+    fn fixed(&self) -> bool {
+        self.measured > MAX_PARAGRAPH_CHARS
+    }
+
+    /// This piece and the one right after it, as one.
+    fn join(&self, b: &Piece) -> Piece {
+        let (measured, lead, trail) = match (self.measured, b.measured) {
+            (0, 0) => (0, self.lead + b.lead, 0),
+            (0, _) => (b.measured, self.lead + b.lead, b.trail),
+            (_, 0) => (self.measured, self.lead, self.trail + b.lead),
+            _ => (
+                self.measured + self.trail + b.lead + b.measured,
+                self.lead,
+                b.trail,
+            ),
         };
+        Piece {
+            start: self.start,
+            end: b.end,
+            chars: self.chars + b.chars,
+            measured,
+            lead,
+            trail,
+            visible: self.visible || b.visible,
+        }
+    }
+
+    fn paragraph(&self) -> Paragraph {
+        Paragraph {
+            start: self.start,
+            end: self.end,
+            chars: self.chars,
+            fixed: self.fixed(),
+            measured: self.measured,
+            visible: self.visible,
+        }
+    }
+}
+
+/// `s.trim_start()` cut off this many bytes (`char::is_whitespace`), read
+/// ASCII byte by byte: a separator can be megabytes of blank lines.
+fn blank_prefix(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c.is_ascii() {
+            if !is_ascii_whitespace(c) {
+                break;
+            }
+            i += 1;
+        } else {
+            match s[i..].chars().next() {
+                Some(ch) if ch.is_whitespace() => i += ch.len_utf8(),
+                _ => break,
+            }
+        }
+    }
+    i
+}
+
+/// `s.trim_end().len()`, read as [`blank_prefix`] reads.
+fn content_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = b.len();
+    while i > 0 {
+        let c = b[i - 1];
+        if c.is_ascii() {
+            if !is_ascii_whitespace(c) {
+                break;
+            }
+            i -= 1;
+        } else {
+            match s[..i].chars().next_back() {
+                Some(ch) if ch.is_whitespace() => i -= ch.len_utf8(),
+                _ => break,
+            }
+        }
+    }
+    i
+}
+
+/// The ASCII characters for which `char::is_whitespace` holds: tab, line
+/// feed, vertical tab, form feed, carriage return, space.
+fn is_ascii_whitespace(c: u8) -> bool {
+    c == b' ' || (b'\t'..=b'\r').contains(&c)
+}
+
+/// Characters in `s`, and the `\r\n` pairs among them.
+fn count(s: &str) -> (usize, usize) {
+    let b = s.as_bytes();
+    let mut crlf = 0;
+    if let Some(first) = memchr::memchr(b'\r', b) {
+        // A plain loop from the first `\r`: a text of many line ends would
+        // make one search per `\r`.
+        for i in first..b.len().saturating_sub(1) {
+            crlf += usize::from(b[i] == b'\r' && b[i + 1] == b'\n');
+        }
+    }
+    (s.chars().count(), crlf)
+}
+
+/// Not whitespace, not a control character, not a default-ignorable code
+/// point (Unicode `Default_Ignorable_Code_Point`: soft hyphen, zero-width
+/// spaces and joiners, bidi controls, variation selectors, BOM, tags, …).
+fn is_visible(c: char) -> bool {
+    !(c.is_whitespace()
+        || c.is_control()
+        || matches!(c as u32,
+            0x00AD | 0x034F | 0x061C | 0x115F..=0x1160 | 0x17B4..=0x17B5 | 0x180B..=0x180F
+            | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0x3164 | 0xFE00..=0xFE0F
+            | 0xFEFF | 0xFFA0 | 0xFFF0..=0xFFF8 | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF))
+}
+
+/// SPEC §4.3–§4.4: fix the long blocks, merge the short ones.
+fn merge(text: &str, blocks: &[(usize, usize)]) -> Vec<Paragraph> {
+    let mut out: Vec<Piece> = Vec::with_capacity(blocks.len());
+    let mut acc: Option<Piece> = None;
+    for &(start, end) in blocks {
+        let b = Piece::new(text, start, end);
         acc = Some(match acc.take() {
             None => b,
-            Some(a) if can_merge(&a, &b) => joined(&a, &b),
-            Some(a) => {
-                out.push(a);
-                b
-            }
+            Some(a) => match merged(&a, &b, &a) {
+                Some(m) => m,
+                None => {
+                    out.push(a);
+                    b
+                }
+            },
         });
     }
     out.extend(acc);
 
     // The last paragraph has no next: a short one merges into the previous.
     if out.len() >= 2 {
-        let last = &out[out.len() - 1];
-        let prev = &out[out.len() - 2];
-        if can_merge(last, prev) {
-            let m = joined(prev, last);
+        let last = out[out.len() - 1];
+        let prev = out[out.len() - 2];
+        if let Some(m) = merged(&prev, &last, &last) {
             out.pop();
             out.pop();
             out.push(m);
         }
     }
-    out
+    out.iter().map(Piece::paragraph).collect()
 }
 
-/// May `short` merge into its neighbour `other`? Only a short, unfixed
-/// paragraph, into an unfixed neighbour, and never past 6,000 characters.
-fn can_merge(short: &Paragraph, other: &Paragraph) -> bool {
-    !short.fixed
-        && short.chars < MIN_PARAGRAPH_CHARS
-        && !other.fixed
-        && short.chars + other.chars <= MAX_PARAGRAPH_CHARS
-}
-
-/// `a` and the paragraph right after it, as one.
-fn joined(a: &Paragraph, b: &Paragraph) -> Paragraph {
-    let chars = a.chars + b.chars;
-    Paragraph {
-        start: a.start,
-        end: b.end,
-        chars,
-        fixed: chars > MAX_PARAGRAPH_CHARS,
+/// `a` joined with the piece `b` right after it, if `short` (one of them)
+/// may merge into the other: only a short, unfixed paragraph, into an
+/// unfixed neighbour, and never past 6,000 characters measured.
+fn merged(a: &Piece, b: &Piece, short: &Piece) -> Option<Piece> {
+    if a.fixed() || b.fixed() || short.measured >= MIN_PARAGRAPH_CHARS {
+        return None;
     }
+    let m = a.join(b);
+    (m.measured <= MAX_PARAGRAPH_CHARS).then_some(m)
 }
 
 #[cfg(test)]
@@ -358,12 +831,29 @@ mod tests {
         split(text).iter().map(|p| &text[p.start..p.end]).collect()
     }
 
-    /// A paragraph of exactly `n` characters (≥ 2), ending with "\n\n".
+    /// A paragraph measuring exactly `n` characters, then "\n\n" (which
+    /// the measure leaves out).
     fn para(n: usize, c: char) -> String {
-        assert!(n >= 2);
-        let mut s: String = std::iter::repeat_n(c, n - 2).collect();
+        let mut s: String = std::iter::repeat_n(c, n).collect();
         s.push_str("\n\n");
         s
+    }
+
+    /// The measured lengths of the paragraphs.
+    fn measures(text: &str) -> Vec<usize> {
+        split(text).iter().map(|p| p.measured).collect()
+    }
+
+    /// The measured length of `text[start..end]`, written apart from the
+    /// module's: trimmed of whitespace (and the text's leading BOM), with
+    /// `\r` not counted where `\n` follows.
+    fn measured(text: &str, start: usize, end: usize) -> usize {
+        let mut s = &text[start..end];
+        if start == 0 {
+            s = s.strip_prefix('\u{FEFF}').unwrap_or(s);
+        }
+        let s = s.trim();
+        s.chars().count() - s.matches("\r\n").count()
     }
 
     /// Every structural invariant of `split`, for any text.
@@ -384,19 +874,24 @@ mod tests {
             assert!(p.start < p.end, "empty paragraph {p:?}");
             let t = &text[p.start..p.end];
             assert_eq!(p.chars, t.chars().count());
-            assert_eq!(p.fixed, p.chars > MAX);
+            assert_eq!(p.measured, measured(text, p.start, p.end), "{p:?}");
+            assert!(p.measured <= p.chars);
+            assert_eq!(p.fixed, p.measured > MAX);
+            assert_eq!(p.visible, t.chars().any(is_visible), "{p:?}");
+            assert_eq!(p.scorable(), !p.fixed && p.visible);
             joined.push_str(t);
         }
         assert_eq!(joined, text);
         // A short paragraph survives only where the merge rule forbids it.
         for i in 0..ps.len() {
-            if ps[i].chars >= MIN || ps.len() == 1 {
+            if ps[i].measured >= MIN || ps.len() == 1 {
                 continue;
             }
             let j = if i + 1 < ps.len() { i + 1 } else { i - 1 };
             let n = &ps[j];
+            let both = measured(text, ps[i.min(j)].start, ps[i.max(j)].end);
             assert!(
-                n.fixed || ps[i].chars + n.chars > MAX,
+                n.fixed || both > MAX,
                 "short paragraph {i} could have merged: {ps:?}"
             );
         }
@@ -638,42 +1133,53 @@ mod tests {
     #[test]
     fn fence_in_list_item_is_a_fence() {
         let body = "x".repeat(130);
-        for (open, close) in [
-            ("  ```yaml", "  ```"),
-            ("      ```", "      ```"), // nested list, deep indent
-            ("- ```", "  ```"),         // fence on the marker's line
-            ("1. ~~~", "   ~~~"),
-            ("\t- * ```", "\t    ```"), // nested markers
+        // (opening line, indentation of the item's content): the fence's
+        // lines are indented to the item's content column.
+        for (open, ind) in [
+            ("  ```yaml", "  "),     // in the item above
+            ("- ```", "  "),         // on the marker's line
+            ("1. ~~~", "   "),       // ordered
+            ("   - ```", "     "),   // in a nested item (content column 5)
+            ("\t- * ```", "\t    "), // nested markers after a tab (column 8)
         ] {
-            let text = format!("- {body}\n\n{open}\n  {body}\n\n  {body}\n{close}\n\n{body}");
+            let run = &open[open.find(['`', '~']).unwrap()..][..3];
+            let text =
+                format!("- {body}\n\n{open}\n{ind}{body}\n\n{ind}{body}\n{ind}{run}\n\n{body}");
             assert_eq!(split(&text).len(), 3, "{open:?}");
         }
+        // Six spaces under "- " are four past the item's content column:
+        // indented code, no fence, so its blank lines split.
+        let text = format!("- {body}\n\n      ```\n  {body}\n\n  {body}\n      ```\n\n{body}");
+        assert_eq!(split(&text).len(), 4);
     }
 
     #[test]
     fn fence_in_block_quote_is_a_fence() {
         let body = "x".repeat(130);
-        for (q, open, close) in [
-            ("> ", "> ```", "```"),
-            ("> > ", "> > ```", "```"),
-            ("  > ", "  >```", "```"),
-            ("> ", "> - ~~~", "~~~"),
+        // (opening line, prefix of its quoted lines): quoted blank lines
+        // (">") inside do not split; the unquoted blank line after the quote
+        // paragraph before it does.
+        for (open, q) in [
+            ("> ```", "> "),
+            ("> > ```", "> > "),
+            ("  >```", "  > "),
+            ("> - ~~~", ">   "), // in a list item in the quote
         ] {
-            // The blank line inside the quoted fence (without '>') does not
-            // split: quote paragraph, fence, last paragraph.
+            let run = &open[open.find(['`', '~']).unwrap()..][..3];
+            let qb = q.trim_end();
             let text =
-                format!("{q}{body}\n\n{open}\n{q}{body}\n\n\n{q}{body}\n{q}{close}\n\n{body}");
+                format!("> {body}\n\n{open}\n{q}{body}\n{qb}\n{qb}\n{q}{body}\n{q}{run}\n\n{body}");
             let t = texts(&text);
             assert_eq!(t.len(), 3, "{open:?}: {t:#?}");
-            assert!(t[1].starts_with(open) && t[1].ends_with(&format!("{q}{close}\n\n")));
+            assert!(t[1].starts_with(open) && t[1].ends_with(&format!("{q}{run}\n\n")));
         }
     }
 
     #[test]
     fn block_quote_fence_ends_when_the_quote_ends() {
         let body = "x".repeat(130);
-        // CommonMark: a non-blank line with fewer '>' ends the quote and its
-        // fence; the blank lines before it were separators.
+        // CommonMark: a line without the quote's '>' (here a blank one) ends
+        // the quote and its fence.
         let text = format!("> ```\n> {body}\n\n{body}\n\n{body}");
         assert_eq!(
             texts(&text),
@@ -708,8 +1214,8 @@ mod tests {
         let text = format!("{}{}", para(MAX + 1, 'a'), para(MAX, 'b'));
         let ps = split(&text);
         assert_eq!(ps.len(), 2);
-        assert!(ps[0].fixed && ps[0].chars == MAX + 1);
-        assert!(!ps[1].fixed && ps[1].chars == MAX);
+        assert!(ps[0].fixed && ps[0].measured == MAX + 1 && ps[0].chars == MAX + 3);
+        assert!(!ps[1].fixed && ps[1].measured == MAX);
     }
 
     #[test]
@@ -721,26 +1227,19 @@ mod tests {
     #[test]
     fn short_paragraph_merges_into_next() {
         let text = format!("{}{}{}", para(200, 'a'), para(MIN - 1, 'b'), para(200, 'c'));
-        let ps = split(&text);
-        assert_eq!(
-            ps.iter().map(|p| p.chars).collect::<Vec<_>>(),
-            vec![200, MIN - 1 + 200]
-        );
+        // The separator between the two merged blocks is inside: it counts.
+        assert_eq!(measures(&text), vec![200, MIN - 1 + 2 + 200]);
     }
 
     #[test]
     fn run_of_short_paragraphs_accumulates() {
-        // 5 × 30 chars: 30 → 60 → 90 → 120 (stops) → then 30 alone at the end
-        // merges into the previous.
+        // 5 × 30 characters, 2 between them: 30 → 62 → 94 → 126 (stops),
+        // then the fifth merges into the next.
         let text: String = (0..5).map(|_| para(30, 's')).collect::<String>() + &para(200, 'a');
-        let ps = split(&text);
-        assert_eq!(
-            ps.iter().map(|p| p.chars).collect::<Vec<_>>(),
-            vec![120, 230]
-        );
+        assert_eq!(measures(&text), vec![126, 232]);
+        // Alone at the end, the fifth merges into the previous.
         let text: String = (0..5).map(|_| para(30, 's')).collect();
-        let ps = split(&text);
-        assert_eq!(ps.iter().map(|p| p.chars).collect::<Vec<_>>(), vec![150]);
+        assert_eq!(measures(&text), vec![158]);
     }
 
     #[test]
@@ -772,11 +1271,7 @@ mod tests {
     #[test]
     fn short_last_paragraph_merges_into_previous() {
         let text = format!("{}{}{}", para(200, 'a'), para(200, 'b'), "end");
-        let ps = split(&text);
-        assert_eq!(
-            ps.iter().map(|p| p.chars).collect::<Vec<_>>(),
-            vec![200, 203]
-        );
+        assert_eq!(measures(&text), vec![200, 205]);
     }
 
     #[test]
@@ -788,7 +1283,9 @@ mod tests {
                 start: 0,
                 end: 2,
                 chars: 2,
-                fixed: false
+                fixed: false,
+                measured: 2,
+                visible: true
             }]
         );
     }
@@ -797,11 +1294,7 @@ mod tests {
     fn merge_that_would_pass_6000_stays_alone() {
         // short + next > 6000: stays alone (and is not pushed backwards).
         let text = format!("{}{}{}", para(200, 'a'), para(100, 's'), para(5_950, 'b'));
-        let ps = split(&text);
-        assert_eq!(
-            ps.iter().map(|p| p.chars).collect::<Vec<_>>(),
-            vec![200, 100, 5_950]
-        );
+        assert_eq!(measures(&text), vec![200, 100, 5_950]);
         // last short + previous > 6000: stays alone.
         let text = format!("{}{}", para(5_950, 'b'), para(100, 's'));
         assert_eq!(split(&text).len(), 2);
@@ -809,23 +1302,19 @@ mod tests {
 
     #[test]
     fn merge_reaching_exactly_6000_is_allowed() {
-        let text = format!("{}{}", para(100, 's'), para(5_900, 'b'));
+        // 100 + 2 (the separator between them) + 5,898.
+        let text = format!("{}{}", para(100, 's'), para(5_898, 'b'));
         let ps = split(&text);
         assert_eq!(ps.len(), 1);
-        assert_eq!(ps[0].chars, MAX);
+        assert_eq!(ps[0].measured, MAX);
         assert!(!ps[0].fixed);
     }
 
     #[test]
     fn accumulated_run_stops_before_passing_6000() {
-        // 100 + 100 merge (200 ≥ 120 stops): no accumulation issue; but
-        // 100 then 5_901: 6_001 would pass → stays alone.
-        let text = format!("{}{}{}", para(100, 's'), para(5_901, 'b'), para(300, 'c'));
-        let ps = split(&text);
-        assert_eq!(
-            ps.iter().map(|p| p.chars).collect::<Vec<_>>(),
-            vec![100, 5_901, 300]
-        );
+        // 100 then 5_899: 100 + 2 + 5_899 = 6_001 would pass → stays alone.
+        let text = format!("{}{}{}", para(100, 's'), para(5_899, 'b'), para(300, 'c'));
+        assert_eq!(measures(&text), vec![100, 5_899, 300]);
     }
 
     #[test]
@@ -834,15 +1323,15 @@ mod tests {
         let text = format!("{}{}{}", para(50, 's'), para(7_000, 'f'), para(50, 't'));
         let ps = split(&text);
         assert_eq!(
-            ps.iter().map(|p| (p.chars, p.fixed)).collect::<Vec<_>>(),
+            ps.iter().map(|p| (p.measured, p.fixed)).collect::<Vec<_>>(),
             vec![(50, false), (7_000, true), (50, false)]
         );
         // Short after fixed, not last: merges forward, never backward.
         let text = format!("{}{}{}", para(7_000, 'f'), para(50, 's'), para(200, 'a'));
         let ps = split(&text);
         assert_eq!(
-            ps.iter().map(|p| (p.chars, p.fixed)).collect::<Vec<_>>(),
-            vec![(7_000, true), (250, false)]
+            ps.iter().map(|p| (p.measured, p.fixed)).collect::<Vec<_>>(),
+            vec![(7_000, true), (252, false)]
         );
         // Two fixed in a row stay two.
         let text = format!("{}{}", para(7_000, 'f'), para(6_001, 'g'));
@@ -858,6 +1347,154 @@ mod tests {
         let ps = split(&text);
         assert_eq!(ps.len(), 3);
         assert!(ps[1].fixed && !ps[0].fixed && !ps[2].fixed);
+    }
+
+    // ----- Issue 15: splitting that agrees with CommonMark and with itself -----
+
+    /// Paragraph lengths with `\r` ignored: a CRLF text and its LF twin
+    /// must give the same shape (the shared cases' `same_units_as`).
+    fn shape(t: &str) -> Vec<usize> {
+        split(t)
+            .iter()
+            .map(|p| t[p.start..p.end].chars().filter(|&c| c != '\r').count())
+            .collect()
+    }
+
+    #[test]
+    fn separator_does_not_count_toward_the_120_character_merge_limit() {
+        // 118 characters of text are short, whatever blank lines follow.
+        let short = "s".repeat(118);
+        let long = "l".repeat(300);
+        for sep in ["\n\n", "\r\n\r\n", "\n \n", "\n\n\n\n", "\r\r"] {
+            let text = format!("{long}{sep}{short}{sep}{long}{sep}{long}");
+            let t = texts(&text);
+            assert_eq!(t.len(), 3, "{sep:?}: {:?}", shape(&text));
+            assert_eq!(t[1], format!("{short}{sep}{long}{sep}"), "{sep:?}");
+        }
+    }
+
+    #[test]
+    fn crlf_twin_splits_like_its_lf_text_near_the_120_character_limit() {
+        // The issue's case: a 117-character paragraph split 14 vs 15 ways.
+        let long = "l".repeat(300);
+        let one_line = "a".repeat(117);
+        // Three lines, 117 characters with their two inner line ends.
+        let three_lines = format!("{}\n{}\n{}", "a".repeat(39), "b".repeat(38), "c".repeat(38));
+        for p in [one_line, three_lines] {
+            let lf = format!("{long}\n\n{p}\n\n{long}\n\n{p}\n\n{long}\n");
+            let crlf = lf.replace('\n', "\r\n");
+            assert_eq!(shape(&lf), shape(&crlf));
+            assert_eq!(split(&lf).len(), 3, "the 117-character paragraphs merge");
+        }
+    }
+
+    #[test]
+    fn separator_does_not_count_toward_the_6000_character_fixed_limit() {
+        let next = "n".repeat(300);
+        for sep in ["\n\n", "\r\n\r\n", "\n        \n"] {
+            for (n, fixed) in [(5_999, false), (MAX, false), (MAX + 1, true)] {
+                let text = format!("{}{sep}{next}", "a".repeat(n));
+                let ps = split(&text);
+                assert_eq!(ps.len(), 2, "{n} {sep:?}");
+                assert_eq!(ps[0].fixed, fixed, "{n} {sep:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn heading_merges_into_its_body_across_a_separator_line_of_spaces() {
+        let body = "b".repeat(300);
+        let spaces = " ".repeat(150);
+        let text = format!("## Retries\n{spaces}\n{body}\n\n## Timeouts\n\t\t\n\n{body}\n");
+        assert_eq!(
+            texts(&text),
+            vec![
+                format!("## Retries\n{spaces}\n{body}\n\n"),
+                format!("## Timeouts\n\t\t\n\n{body}\n")
+            ]
+        );
+    }
+
+    #[test]
+    fn fence_in_a_list_item_ends_with_the_item() {
+        let body = "x".repeat(130);
+        // The fence never closes; the dedented line ends the item, so the
+        // fence (CommonMark), and the blank lines after it split again.
+        let text = format!(
+            "- step one:\n\n  ```sh\n  {body}\n\n  {body}\nAfter the list {body}\n\n{body}\n\n{body}"
+        );
+        let t = texts(&text);
+        assert_eq!(t.len(), 3, "{t:#?}");
+        assert!(t[0].starts_with("- step one:") && t[0].contains("After the list"));
+        assert_eq!(t[1], format!("{body}\n\n"));
+        // Nested: a line back at the outer item's indentation ends the inner
+        // item and its fence, not the outer item.
+        let text = format!(
+            "- outer {body}\n  - inner\n\n    ~~~\n    {body}\n\n    {body}\n  back in the outer item\n\n  {body}\n\n{body}"
+        );
+        let t = texts(&text);
+        assert_eq!(t.len(), 4, "{t:#?}");
+        assert!(t[1].starts_with("    ~~~") && t[1].ends_with("back in the outer item\n\n"));
+        assert_eq!(t[2], format!("  {body}\n\n"));
+        // An item's fence does not end at a blank line, nor at a line indented
+        // to the item's content.
+        let text = format!("1. step\n\n   ```\n   {body}\n\n   {body}\n   ```\n\n{body}");
+        assert_eq!(split(&text).len(), 2);
+    }
+
+    #[test]
+    fn top_level_line_indented_four_spaces_neither_opens_nor_closes_a_fence() {
+        let body = "x".repeat(130);
+        // A ```md block that shows an indented ```sh example: the indented
+        // lines are code inside it, the md fence closes at its own ```.
+        let text = format!(
+            "```md\nExample:\n\n    ```sh\n    run {body}\n    ```\n\nend of example\n```\n\n{body}\n\n{body}"
+        );
+        let t = texts(&text);
+        assert_eq!(t.len(), 3, "{t:#?}");
+        assert!(t[0].ends_with("end of example\n```\n\n"));
+        // Indented code opening no fence: its blank lines split.
+        let text = format!("    ```\n    {body}\n\n    {body}\n\n{body}");
+        assert_eq!(split(&text).len(), 3);
+        // A tab is four columns too.
+        let text = format!("\t~~~\n\t{body}\n\n\t{body}\n\n{body}");
+        assert_eq!(split(&text).len(), 3);
+    }
+
+    #[test]
+    fn blank_line_in_a_block_quote_ends_the_quoted_fence() {
+        let body = "x".repeat(130);
+        // CommonMark: the blank line ends the block quote and its fence, even
+        // when the next line is quoted again.
+        let text = format!("> ```\n> {body}\n\n> {body}\n\n{body}");
+        assert_eq!(
+            texts(&text),
+            vec![
+                format!("> ```\n> {body}\n\n"),
+                format!("> {body}\n\n"),
+                body.clone()
+            ]
+        );
+        // The quoted "closing" fence after the blank line opens a new fence,
+        // which ends with its own block quote at the next blank line.
+        let text = format!("> ~~~\n> {body}\n\n> {body}\n> ~~~\n\n{body}\n\n{body}");
+        assert_eq!(split(&text).len(), 4);
+        // A quoted blank line (">") does not end the quote: one fence.
+        let text = format!("> ```\n> {body}\n>\n> {body}\n> ```\n\n{body}");
+        assert_eq!(split(&text).len(), 2);
+    }
+
+    #[test]
+    fn unicode_whitespace_line_is_blank_inside_a_list_item_fence() {
+        // SPEC §4.2 over CommonMark: a line of U+3000 is blank, so, like an
+        // empty line, it does not end the list item holding the fence.
+        let body = "x".repeat(130);
+        for blank in ["\u{3000}", "\u{a0}\u{a0}", "\u{c}"] {
+            let text = format!("- step\n\n  ```\n  {body}\n{blank}\n  {body}\n  ```\n\n{body}");
+            let t = texts(&text);
+            assert_eq!(t.len(), 2, "{blank:?}: {t:#?}");
+            assert!(t[0].ends_with("  ```\n\n"));
+        }
     }
 
     // ----- Robustness -----
@@ -900,9 +1537,25 @@ mod tests {
             "\r".repeat(n),
             format!("```\n{}", " ".repeat(n)),
         ];
+        // One megabyte is enough to catch a quadratic cost here: deeply
+        // nested list items, then blank lines and indented lines that go
+        // through all of them; a thematic break's tail asked again after
+        // each list marker.
+        let m = 1024 * 1024;
+        let inputs = inputs.into_iter().chain([
+            format!("{}\n{}", "- * ".repeat(m / 8), "\n".repeat(m / 2)),
+            format!(
+                "{}\n{}",
+                "1. ".repeat(1_000),
+                format!("{}x\n", " ".repeat(3_000)).repeat(m / 3_002)
+            ),
+            format!("{}\n{}", "> - ".repeat(m / 8), "\n> \n".repeat(m / 8)),
+            format!("{}x", "* ".repeat(m / 2)),
+            format!("{}x", "- \t".repeat(m / 3)),
+        ]);
         let t0 = std::time::Instant::now();
-        for t in &inputs {
-            check_invariants(t);
+        for t in inputs {
+            check_invariants(&t);
         }
         // Generous even for an unoptimized build; quadratic would take hours.
         assert!(t0.elapsed().as_secs() < 120, "{:?}", t0.elapsed());
@@ -990,6 +1643,252 @@ mod tests {
             check_invariants(&text);
             let ps = split(&text);
             prop_assert!(ps.iter().any(|p| p.start <= f_start && f_end <= p.end));
+        }
+    }
+
+    // ----- CommonMark as referee (pulldown-cmark) -----
+    //
+    // SPEC §4.1: fences follow CommonMark. Over generated documents of
+    // fences, block quotes, list items and paragraphs, the block boundaries
+    // of step 2 must be exactly those that the referee's fenced code blocks
+    // imply: a boundary at every non-blank line that follows blank lines,
+    // except blank lines inside a referee fence. So no boundary falls inside
+    // a fence, and there is one wherever a fence ends before blank lines.
+    //
+    // Where SPEC §4 says otherwise, nothing is generated, and unit tests
+    // above hold the SPEC's side:
+    // * a line of Unicode whitespace (U+3000, U+00A0, form feed…) is blank
+    //   for SPEC and text for CommonMark (which would, say, end a list item
+    //   and its fence there): `whitespace_only_lines_split_including_unicode_whitespace`,
+    //   `unicode_whitespace_line_is_blank_inside_a_list_item_fence`;
+    // * a U+FEFF at the start is not content: `bom_is_not_content_when_classifying_the_first_line`;
+    // * HTML blocks are not modelled (SPEC §4 names fences only): no `<` is
+    //   generated.
+    // Indented code is no exception: it is not a fence, so its blank lines
+    // split, and the referee's indented code blocks are not counted.
+    //
+    // The referee needs the `commonmark-referee` feature (guest/Cargo.toml
+    // says why): `cargo test -p toolprune-guest --features commonmark-referee`.
+
+    /// The referee's fenced code blocks in `text`: byte ranges from the
+    /// opening run to the end of the closing fence's line, or of the last
+    /// line the block holds (its blank lines included) when its container
+    /// or the text ends first.
+    #[cfg(feature = "commonmark-referee")]
+    fn referee_fences(text: &str) -> Vec<(usize, usize)> {
+        use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag};
+        // pulldown-cmark ends lines at `\n` and `\r\n` only; CommonMark (and
+        // SPEC §4.2) at a lone `\r` too. A lone `\r` is read as `\n`: the same
+        // offsets, the same document.
+        let lf: String = text
+            .char_indices()
+            .map(|(i, c)| {
+                if c == '\r' && !text[i + 1..].starts_with('\n') {
+                    '\n'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        Parser::new(&lf)
+            .into_offset_iter()
+            .filter_map(|(event, range)| match event {
+                Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
+                    Some((range.start, range.end))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Step 2's boundaries (starts of blocks after the first) when fences
+    /// are `fences`.
+    #[cfg(feature = "commonmark-referee")]
+    fn boundaries_given(text: &str, fences: &[(usize, usize)]) -> Vec<usize> {
+        let mut out = Vec::new();
+        let (mut seen, mut after_blank) = (false, false);
+        for line in lines(text) {
+            let blank = text[line.start..line.content_end]
+                .trim_matches([' ', '\t'])
+                .is_empty();
+            let in_fence = fences
+                .iter()
+                .any(|&(s, e)| s < line.start && line.start < e);
+            if blank && !in_fence {
+                after_blank = true;
+                continue;
+            }
+            if seen && after_blank {
+                out.push(line.start);
+            }
+            seen = true;
+            after_blank = false;
+        }
+        out
+    }
+
+    #[cfg(feature = "commonmark-referee")]
+    fn check_against_referee(text: &str) -> Result<(), TestCaseError> {
+        let fences = referee_fences(text);
+        let ours: Vec<usize> = blocks(text).iter().skip(1).map(|b| b.0).collect();
+        prop_assert_eq!(
+            ours,
+            boundaries_given(text, &fences),
+            "fences {:?} in {:?}",
+            fences,
+            text
+        );
+        Ok(())
+    }
+
+    /// A line's container prefix: quotes, list markers, continuation
+    /// indentation, nesting; "" most often.
+    #[cfg(feature = "commonmark-referee")]
+    fn prefix() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            8 => Just(""),
+            1 => prop::sample::select(vec![
+                "> ", ">", "> > ", ">>", " > ", "- ", "* ", "+ ", "1. ", "2) ", "10. ", "-\t", "  ", "   ",
+                "    ", "     ", "\t", "  - ", "- - ", "> - ", "- > ", "1. > ", "   > ", ">   ", "  > ",
+            ]),
+        ]
+    }
+
+    /// What follows the prefix: fence runs (backtick or tilde, 2–5 long,
+    /// with or without info strings, some invalid), text, markers, blank.
+    #[cfg(feature = "commonmark-referee")]
+    fn body() -> impl Strategy<Value = String> {
+        let fence = (
+            prop::bool::ANY,
+            2usize..=5,
+            prop::sample::select(vec!["", "rust", " sh x", "`tick`", " ~~", "md"]),
+        )
+            .prop_map(|(tilde, n, info)| {
+                format!("{}{info}", if tilde { "~" } else { "`" }.repeat(n))
+            });
+        prop_oneof![
+            4 => fence,
+            3 => prop::sample::select(vec![
+                "alpha beta", "gamma delta epsilon", "text `code` text", "# Heading", "---", "***", "===",
+                "- item", "1. one", "2. two", "* star", "> quoted", "- ", "-", "1.",
+            ]).prop_map(str::to_owned),
+            3 => Just(String::new()),
+        ]
+    }
+
+    /// A line soup: prefixes, indentation 0–6 and bodies at random.
+    #[cfg(feature = "commonmark-referee")]
+    fn soup() -> impl Strategy<Value = String> {
+        let line = (
+            prefix(),
+            prop_oneof![6 => 0usize..=3, 1 => 4usize..=6],
+            prop::bool::weighted(0.05),
+            body(),
+            prop::sample::select(vec!["\n", "\n", "\n", "\n", "\n", "\n", "\r\n", "\r"]),
+        )
+            .prop_map(|(p, n, tab, b, eol)| {
+                format!(
+                    "{p}{}{}{b}{eol}",
+                    " ".repeat(n),
+                    if tab { "\t" } else { "" }
+                )
+            });
+        prop::collection::vec(line, 1..30).prop_map(|v| v.concat())
+    }
+
+    /// One container's lines: a marker line, then continuation lines —
+    /// indented to the content, dedented, lazy or blank at random.
+    #[cfg(feature = "commonmark-referee")]
+    fn segment() -> impl Strategy<Value = String> {
+        // (first line's prefix, continuation prefix)
+        let container = prop::sample::select(vec![
+            ("", ""),
+            ("> ", "> "),
+            ("> > ", "> > "),
+            ("- ", "  "),
+            ("* ", "  "),
+            ("1. ", "   "),
+            ("10) ", "    "),
+            ("  - ", "    "),
+            ("- > ", "  > "),
+            ("> - ", ">   "),
+            ("- ", "   "),
+            ("1. - ", "     "),
+            ("-  ", "   "),
+        ]);
+        let fenced = (
+            prop::bool::ANY,
+            3usize..=4,
+            0usize..=6,
+            0usize..4,
+            prop::bool::ANY,
+            0usize..=6,
+            2usize..=5,
+        )
+            .prop_map(|(tilde, n, ind, content, closed, close_ind, close_n)| {
+                let ch = if tilde { "~" } else { "`" };
+                let mut v = vec![format!("{}{}info", " ".repeat(ind), ch.repeat(n))];
+                for i in 0..content {
+                    v.push(if i % 2 == 1 {
+                        String::new()
+                    } else {
+                        format!("{}code {i}", " ".repeat(ind))
+                    });
+                }
+                if closed {
+                    v.push(format!("{}{}", " ".repeat(close_ind), ch.repeat(close_n)));
+                }
+                v
+            });
+        let text = prop::collection::vec(
+            prop::sample::select(vec!["word word", "", "more words", "    indented"]),
+            1..4,
+        )
+        .prop_map(|v| v.into_iter().map(str::to_owned).collect::<Vec<_>>());
+        let inner = prop_oneof![2 => fenced, 1 => text];
+        (
+            container,
+            inner,
+            prop::collection::vec(0u8..10, 8),
+            0usize..3,
+        )
+            .prop_map(|((first, cont), body, how, blanks)| {
+                let mut out = String::new();
+                for (i, l) in body.iter().enumerate() {
+                    let p = match (i, how[i % how.len()]) {
+                        (0, _) => first,
+                        (_, 0) => "", // dedented or lazy
+                        (_, 1) => &first[..first.len().min(1)],
+                        _ => cont,
+                    };
+                    let p = if l.is_empty() && how[i % how.len()] < 5 {
+                        p.trim_end()
+                    } else {
+                        p
+                    };
+                    out.push_str(p);
+                    out.push_str(l);
+                    out.push('\n');
+                }
+                out.push_str(&"\n".repeat(blanks));
+                out
+            })
+    }
+
+    #[cfg(feature = "commonmark-referee")]
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn fence_boundaries_match_the_commonmark_referee_on_line_soups(text in soup()) {
+            check_against_referee(&text)?;
+        }
+
+        #[test]
+        fn fence_boundaries_match_the_commonmark_referee_on_documents(
+            segments in prop::collection::vec(segment(), 1..8),
+        ) {
+            check_against_referee(&segments.concat())?;
         }
     }
 

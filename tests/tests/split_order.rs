@@ -107,9 +107,10 @@ fn a_merge_that_would_pass_6000_leaves_the_short_paragraph_alone() {
     // The last one cannot join the previous either.
     let text = text_of(&[300, 5_950, 80]);
     assert_eq!(lengths(&text), vec![300, 5_950, 80]);
-    // While exactly 6,000 is allowed.
-    let text = text_of(&[300, 100, 5_900, 300]);
-    assert_eq!(lengths(&text), vec![300, 6_000, 300]);
+    // While exactly 6,000 is allowed: measured without the last separator,
+    // 98 + 2 + 5,900 (`text_of`'s sizes hold a "\n\n" each).
+    let text = text_of(&[300, 100, 5_902, 300]);
+    assert_eq!(lengths(&text), vec![300, 6_002, 300]);
     assert_eq!(kinds(&text), vec![ParagraphKind::Scored; 3]);
 }
 
@@ -118,12 +119,51 @@ fn a_paragraph_over_6000_is_fixed_and_merges_with_nothing() {
     let text = text_of(&[50, 7_000, 60]);
     assert_eq!(lengths(&text), vec![50, 7_000, 60], "short neighbours of a fixed paragraph stay alone");
     assert_eq!(kinds(&text), vec![ParagraphKind::Scored, ParagraphKind::Fixed, ParagraphKind::Scored]);
-    let text = text_of(&[300, 6_000, 6_001, 300]);
+    // The separator does not count: 6,002 characters with their "\n\n"
+    // measure 6,000, 6,003 measure 6,001.
+    let text = text_of(&[300, 6_002, 6_003, 300]);
     assert_eq!(
         kinds(&text),
         vec![ParagraphKind::Scored, ParagraphKind::Scored, ParagraphKind::Fixed, ParagraphKind::Scored],
         "6,000 is scored, 6,001 is fixed"
     );
+}
+
+#[test]
+fn a_paragraph_without_a_visible_character_is_never_sent_and_kept_unscored() {
+    // 6,000 spaces: past the 4,000-character gate, nothing to score.
+    let scorer = dropping([0]);
+    let (mut t, log) = turn(REQUEST, scorer.clone());
+    let text = " ".repeat(6_000);
+    let pruned = prune(&mut t, &text);
+    assert_eq!(outcome(&pruned), "ok");
+    assert_eq!(pruned.body, text);
+    assert!(scorer.requests().is_empty(), "no scorer call for whitespace");
+    assert_eq!(report(&pruned).paragraphs[0].fate, Fate::Unscored);
+    assert_eq!(field(&prune_line(&log), "calls"), Some("0"));
+    // Zero-width characters between two fixed paragraphs (no merge): the
+    // others are scored, that one is not sent, is kept, and is unscored.
+    let mut sizes = vec![7_000];
+    sizes.extend([400; 40]);
+    let invisible = "\u{200B}\u{FEFF}".repeat(40);
+    let text = format!("{}{invisible}\n\n{}", text_of(&[7_000]).replace('\n', "\n\n"), text_of(&sizes));
+    let spans = spans(&text);
+    let at = spans.iter().position(|s| s.starts_with(&invisible)).expect("its own paragraph");
+    assert_eq!(at, 1);
+    // Drop 30 of the 40 scored paragraphs.
+    let scorer = dropping((3..43).filter(|i| i % 4 != 0));
+    let (mut turn, _log) = turn(REQUEST, scorer.clone());
+    let pruned = prune(&mut turn, &text);
+    assert_eq!(outcome(&pruned), "ok");
+    let report = report(&pruned);
+    assert_eq!(report.paragraphs[at].fate, Fate::Unscored);
+    for request in scorer.requests() {
+        for batch in &request.batches {
+            assert!(!batch.paragraphs.contains(&(at as u32)));
+            assert!(batch.chunks.iter().all(|c| !c.contains('\u{200B}')));
+        }
+    }
+    assert!(pruned.body.contains(&format!("{invisible}\n\n")), "kept verbatim");
 }
 
 #[test]
