@@ -45,7 +45,8 @@ enum Stage {
     Structured,
     /// The basis is under 20 characters: raw, `no_basis` (SPEC §3).
     NoBasis { shape: Shape, paragraphs: Vec<Paragraph> },
-    /// Every paragraph is over 6,000 characters: raw, `ok`, no call (SPEC §7).
+    /// No paragraph is scorable (every one is over 6,000 characters or has
+    /// no visible character): raw, `ok`, no call (SPEC §7).
     Unscorable { shape: Shape, paragraphs: Vec<Paragraph> },
     /// The scorer must be asked.
     Score(Plan),
@@ -321,7 +322,7 @@ fn plan(input: &PruneInput, target: Target) -> Stage {
             .iter()
             .map(|indices| {
                 let chunks: Vec<(usize, &str)> =
-                    indices.iter().map(|&i| (i, &text[paragraphs[i].start..paragraphs[i].end])).collect();
+                    indices.iter().map(|&i| (i, crate::split::content(&text[paragraphs[i].start..paragraphs[i].end]))).collect();
                 Batch {
                     paragraphs: indices.iter().map(|&i| i as u32).collect(),
                     chunks: chunks.iter().map(|(_, t)| t.to_string()).collect(),
@@ -503,7 +504,7 @@ fn unit_infos(text: &str, units: &[Paragraph]) -> Vec<UnitInfo> {
                 char_end: (char_at + p.chars) as u32,
                 kind: if p.fixed {
                     UnitKind::Fixed
-                } else if is_blank(&text[p.start..p.end]) {
+                } else if !p.visible {
                     UnitKind::Blank
                 } else {
                     UnitKind::Scored
@@ -514,9 +515,4 @@ fn unit_infos(text: &str, units: &[Paragraph]) -> Vec<UnitInfo> {
             info
         })
         .collect()
-}
-
-/// A unit with no visible character: kept, never sent to a scorer.
-pub fn is_blank(unit: &str) -> bool {
-    unit.chars().all(char::is_whitespace)
 }

@@ -159,6 +159,23 @@ impl Paragraph {
     }
 }
 
+/// What is sent to the scorer for a paragraph `span` (its bytes in the
+/// text): the span without the blank lines before its first visible line and
+/// without its trailing whitespace (the separator). What a scorer reads is
+/// what the limits measured; the separator still travels with the paragraph
+/// in the body and in `omitted` answers.
+pub fn content(span: &str) -> &str {
+    let mut start = 0;
+    for line in span.split_inclusive(['\n', '\r']) {
+        if line.chars().all(char::is_whitespace) {
+            start += line.len();
+        } else {
+            break;
+        }
+    }
+    span[start..].trim_end()
+}
+
 /// Split `text` into paragraphs (SPEC §4.1–§4.5). See the module doc for the
 /// exact algorithm. Empty text gives no paragraph.
 pub fn split(text: &str) -> Vec<Paragraph> {
@@ -1990,6 +2007,31 @@ mod tests {
             checked.push(prop.clone());
         }
         checked
+    }
+
+    #[test]
+    fn the_separator_and_leading_blank_lines_are_not_sent() {
+        assert_eq!(content("\n \n# Title\nbody  \n\n\n"), "# Title\nbody");
+        assert_eq!(content("    indented code\n\n"), "    indented code");
+        assert_eq!(content("a\r\n\r\n"), "a");
+        assert_eq!(content(" \n\t\n"), "");
+        // A short paragraph with a huge separator is sent short.
+        let text = format!("{}\n{}\n\nnext {}", "x".repeat(200), " ".repeat(10_000), "y".repeat(200));
+        let ps = split(&text);
+        assert_eq!(content(&text[ps[0].start..ps[0].end]), "x".repeat(200));
+    }
+
+    proptest! {
+        #[test]
+        fn what_is_sent_is_never_longer_than_what_was_measured(text in "[a-z \n\r\t>`~-]{0,400}") {
+            for p in split(&text) {
+                // Past its first line's indentation, what is sent is what was
+                // measured (a line end `\r\n` measures one character).
+                let sent = content(&text[p.start..p.end]).trim_start();
+                let measure = sent.chars().count() - sent.matches("\r\n").count();
+                prop_assert!(measure <= p.measured, "sent {:?} measured {}", sent, p.measured);
+            }
+        }
     }
 
     #[test]
