@@ -2,7 +2,8 @@
 //! differs from the input only inside the replaced string; no panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use toolprune_guest::wrapper::{classify, replace, Classified};
+use toolprune_guest::body::wrapper as replace;
+use toolprune_guest::shape::{classify, Classified};
 
 fuzz_target!(|raw: &str| {
     let Classified::Wrapper(w) = classify(raw) else { return };

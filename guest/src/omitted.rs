@@ -9,7 +9,7 @@ use crate::component::wit::omitted::{Dialect, OmittedOutcome, OmittedResult};
 use crate::component::wit::pruner::{Shape, StoredResult};
 use crate::component::wit::types::Lang;
 use crate::limits::OMITTED_MAX_CHARS;
-use crate::marker::thousands;
+use crate::body::thousands;
 use serde_json::Value;
 
 /// The tool's name as presented to the model.
@@ -187,7 +187,7 @@ pub fn answer(arguments: &str, lang: Lang, agent: &str, found: Option<&StoredRes
     }
     let pieces: Vec<&str> = picked.iter().map(|(_, t)| *t).collect();
     let text = match stored.shape {
-        Shape::JsonArray => crate::array::omitted_text(&pieces),
+        Shape::JsonArray => crate::body::elements(&pieces),
         Shape::Text | Shape::JsonWrapper => pieces.concat(),
     };
     OmittedResult { outcome: OmittedOutcome::Ok, text, log_line: log(to, chars, "ok") }

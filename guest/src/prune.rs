@@ -15,8 +15,7 @@ use crate::component::wit::types::{
 };
 use crate::decide::{self, Verdict};
 use crate::split::{split, Paragraph};
-use crate::array::{self, JsonArray};
-use crate::wrapper::{self, Classified, Wrapper};
+use crate::shape::{self, Classified, JsonArray, Wrapper};
 use crate::{basis, batch, gates, jev};
 
 /// What was split: the raw text, a wrapper's decoded string, or the
@@ -76,13 +75,13 @@ impl Job {
         } else if !crate::settings::is_threshold(threshold) {
             Stage::BadThreshold
         } else {
-            match wrapper::classify(&input.text) {
+            match shape::classify(&input.text) {
                 Classified::Structured => Stage::Structured,
                 Classified::Text => plan(&input, Target::Text),
                 // A wrapper whose string is itself a JSON array would be read
                 // back as an array by `omitted` (it re-classifies the stored
                 // text): ambiguous, so untouched.
-                Classified::Wrapper(w) if matches!(wrapper::classify(&w.value), Classified::Array(_)) => {
+                Classified::Wrapper(w) if matches!(shape::classify(&w.value), Classified::Array(_)) => {
                     Stage::Structured
                 }
                 Classified::Wrapper(w) => plan(&input, Target::Wrapper(w)),
@@ -176,12 +175,12 @@ impl Job {
         let text = plan.text(&self.input.text);
         let lang = self.input.lang;
         let body = match &plan.target {
-            Target::Text => decide::assemble(text, &plan.paragraphs, &drop, lang, &id).0,
+            Target::Text => crate::body::text(text, &plan.paragraphs, &drop, lang, &id).0,
             Target::Wrapper(w) => {
-                let (inner, _) = decide::assemble(text, &plan.paragraphs, &drop, lang, &id);
-                wrapper::replace(&self.input.text, w, &inner)
+                let (inner, _) = crate::body::text(text, &plan.paragraphs, &drop, lang, &id);
+                crate::body::wrapper(&self.input.text, w, &inner)
             }
-            Target::Array(_) => array::assemble(text, &plan.paragraphs, &drop, lang, &id),
+            Target::Array(_) => crate::body::array(text, &plan.paragraphs, &drop, lang, &id),
         };
         let body_chars = body.chars().count();
         let ratio = decide::ratio(self.raw_chars, body_chars);
@@ -466,9 +465,9 @@ fn reports(paragraphs: &[Paragraph], scores: &[Option<f64>], drop: Option<&[bool
 /// in the raw text), a JSON array's elements (spans in the raw text), or
 /// nothing for JSON that is not pruned (`structured`).
 pub fn inspect(text: &str) -> Inspection {
-    let (shape, wrapper_span, target, units) = match wrapper::classify(text) {
+    let (shape, wrapper_span, target, units) = match shape::classify(text) {
         Classified::Structured => return Inspection { shape: None, wrapper_span: None, units: Vec::new() },
-        Classified::Wrapper(w) if matches!(wrapper::classify(&w.value), Classified::Array(_)) => {
+        Classified::Wrapper(w) if matches!(shape::classify(&w.value), Classified::Array(_)) => {
             return Inspection { shape: None, wrapper_span: None, units: Vec::new() }
         }
         Classified::Text => (Shape::Text, None, text, split(text)),

@@ -11,7 +11,7 @@
 //! Paragraphs reassembling to the input byte for byte is
 //! `split::tests::spans_tile_and_chars_are_counted_for_any_string` (and the
 //! other `check_invariants` properties in `guest/src/split.rs`); the wrapper's
-//! `replace` alone is `wrapper::tests::replace_parses_keeps_outside_bytes_and_decodes_to_the_new_value`.
+//! `body::wrapper` alone is `shape::tests::replace_parses_keeps_outside_bytes_and_decodes_to_the_new_value`.
 
 use proptest::prelude::*;
 use toolprune_guest::component::wit::pruner::{Fate, Outcome, PruneInput, Pruned, ScorerChoice};

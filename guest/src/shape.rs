@@ -1,4 +1,6 @@
-//! SPEC §8: JSON results; the wrapper whose longest string is pruned in place.
+//! SPEC §8 and §13: the shape of a result — text, a JSON wrapper whose
+//! longest string is pruned in place, a JSON array pruned element by
+//! element, or other JSON (`structured`, untouched).
 //!
 //! A result that parses as JSON is never split as text. It is pruned only
 //! when it is a *wrapper*: a top-level object whose longest **direct** string
@@ -31,7 +33,9 @@
 
 use std::ops::Range;
 
-use crate::array::{self, JsonArray};
+use crate::json_scan::{skip_container, skip_scalar, skip_ws, string_literal};
+use crate::limits::MAX_PARAGRAPH_CHARS;
+use crate::split::Paragraph;
 use crate::limits::{MIN_CHARS, WRAPPER_SHARE};
 
 /// A JSON wrapper: the top-level object's longest direct string value.
@@ -86,7 +90,7 @@ fn classify_body(raw: &str) -> Classified {
     }
     match locate(raw) {
         Ok(Found::Wrapper(wrapper)) => Classified::Wrapper(wrapper),
-        Ok(Found::Array(span)) => match array::elements(raw, span) {
+        Ok(Found::Array(span)) => match elements(raw, span) {
             Some(a) => Classified::Array(a),
             None => Classified::Structured,
         },
@@ -103,26 +107,6 @@ enum Found {
     /// top-level object's largest direct value when it is an array holding at
     /// least `WRAPPER_SHARE` of the raw characters (SPEC §13).
     Array(Range<usize>),
-}
-
-/// `raw` with the wrapper's string literal replaced by the JSON encoding of
-/// `value`; every byte outside `wrapper.span` is unchanged.
-///
-/// A span that does not lie on character boundaries of `raw` (a wrapper
-/// found in some other text) returns `raw` unchanged rather than panicking.
-pub fn replace(raw: &str, wrapper: &Wrapper, value: &str) -> String {
-    let (Some(before), Some(after)) = (raw.get(..wrapper.span.start), raw.get(wrapper.span.end..))
-    else {
-        return raw.to_owned();
-    };
-    if wrapper.span.start > wrapper.span.end {
-        return raw.to_owned();
-    }
-    let mut out = String::with_capacity(before.len() + value.len() + 2 + after.len());
-    out.push_str(before);
-    crate::json::push_str(&mut out, value);
-    out.push_str(after);
-    out
 }
 
 /// Why a JSON text is not a wrapper. Each leads to [`Classified::Structured`].
@@ -310,68 +294,79 @@ fn decode(raw: &str, span: &Range<usize>) -> Result<String, GiveUp> {
     }
 }
 
-/// The index of the first byte at or after `i` that is not JSON whitespace.
-pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
-        i += 1;
-    }
-    i
+/// A JSON array located in a raw text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonArray {
+    /// Byte span of the array in the raw text, brackets included.
+    pub span: Range<usize>,
+    /// Byte span of each element (the value only: no whitespace, no comma).
+    pub elements: Vec<Range<usize>>,
 }
 
-/// The span, quotes included, of the string literal whose opening quote is
-/// at `start`; `None` if there is no quote there or the literal is unclosed.
-///
-/// Only `"` and `\` matter, and both are ASCII, which never occurs inside a
-/// multi-byte UTF-8 sequence: the span's ends are character boundaries.
-pub(crate) fn string_literal(b: &[u8], start: usize) -> Option<Range<usize>> {
-    if b.get(start) != Some(&b'"') {
+impl JsonArray {
+    /// The same array in a text with `by` more bytes in front (a byte-order mark).
+    pub(crate) fn shifted(self, by: usize) -> JsonArray {
+        JsonArray {
+            span: self.span.start + by..self.span.end + by,
+            elements: self.elements.into_iter().map(|e| e.start + by..e.end + by).collect(),
+        }
+    }
+
+    /// The units of pruning: one per element, spans in `raw`, numbered from 0.
+    pub fn units(&self, raw: &str) -> Vec<Paragraph> {
+        self.elements
+            .iter()
+            .map(|e| {
+                let chars = raw.get(e.clone()).map_or(0, |s| s.chars().count());
+                // An element is a JSON value: no surrounding whitespace, and
+                // a visible character (a quote, bracket, digit or letter).
+                Paragraph {
+                    start: e.start,
+                    end: e.end,
+                    chars,
+                    fixed: chars > MAX_PARAGRAPH_CHARS,
+                    measured: chars,
+                    visible: true,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The elements of the array whose brackets span `span` in `raw` (valid JSON).
+/// `None` (→ `structured`) on an element that is an array, on fewer than 2
+/// elements, or on anything the scan does not expect.
+pub(crate) fn elements(raw: &str, span: Range<usize>) -> Option<JsonArray> {
+    let b = raw.as_bytes();
+    if b.get(span.start) != Some(&b'[') {
         return None;
     }
-    let mut i = start + 1;
-    loop {
-        match b.get(i)? {
-            b'"' => return Some(start..i + 1),
-            b'\\' => i += 2,
-            _ => i += 1,
-        }
-    }
-}
-
-/// The index just past the object or array that opens at `start`, counting
-/// depth iteratively and stepping over string literals (which may hold
-/// brackets, quotes and escapes).
-pub(crate) fn skip_container(b: &[u8], start: usize) -> Option<usize> {
-    let mut depth: usize = 0;
-    let mut i = start;
-    while let Some(&byte) = b.get(i) {
-        match byte {
-            b'"' => {
-                i = string_literal(b, i)?.end;
-                continue;
+    let mut i = skip_ws(b, span.start + 1);
+    let mut elements = Vec::new();
+    if b.get(i) != Some(&b']') {
+        loop {
+            let end = match b.get(i)? {
+                b'"' => string_literal(b, i)?.end,
+                b'{' => skip_container(b, i)?,
+                b'[' => return None,
+                _ => skip_scalar(b, i),
+            };
+            if end == i {
+                return None;
             }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
+            elements.push(i..end);
+            i = skip_ws(b, end);
+            match b.get(i)? {
+                b',' => i = skip_ws(b, i + 1),
+                b']' => break,
+                _ => return None,
             }
-            _ => {}
         }
-        i += 1;
     }
-    None
-}
-
-/// The index just past the number, `true`, `false` or `null` at `start`.
-pub(crate) fn skip_scalar(b: &[u8], mut i: usize) -> usize {
-    while let Some(&byte) = b.get(i) {
-        if matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
-            break;
-        }
-        i += 1;
+    if i + 1 != span.end || elements.len() < 2 {
+        return None;
     }
-    i
+    Some(JsonArray { span, elements })
 }
 
 #[cfg(test)]
@@ -384,7 +379,7 @@ mod tests {
             super::Classified::Wrapper(w) => {
                 assert_eq!(w.value, value);
                 assert_eq!(&raw[w.span.clone()], format!("\"{value}\""));
-                let out = super::replace(&raw, &w, "y");
+                let out = crate::body::wrapper(&raw, &w, "y");
                 assert_eq!(out, "\u{FEFF}{\"content\": \"y\", \"n\": 1}");
             }
             other => panic!("{other:?}"),
@@ -515,7 +510,7 @@ mod tests {
             let raw = read(path);
             let w = wrapper(&raw);
             let pruned = "kept \"paragraph\" \\ \u{3042}\n\n[… omitted P2 …]\n";
-            let out = replace(&raw, &w, pruned);
+            let out = crate::body::wrapper(&raw, &w, pruned);
             let encoded = serde_json::to_string(pruned).unwrap();
             assert_eq!(
                 out.as_bytes()[..w.span.start],
@@ -747,7 +742,7 @@ mod tests {
         assert!(raw.len() > 9_000_000);
         let w = wrapper(&raw);
         assert_eq!(w.value, value);
-        let out = replace(&raw, &w, "short");
+        let out = crate::body::wrapper(&raw, &w, "short");
         assert_eq!(
             out,
             "{\n  \"path\": \"big.md\",\n  \"content\": \"short\",\n  \"size\": 1\n}\n"
@@ -770,7 +765,7 @@ mod tests {
             serde_json::to_string(&value).unwrap()
         );
         let w = wrapper(&raw);
-        let out = replace(&raw, &w, "pruned\u{2028}\u{0}");
+        let out = crate::body::wrapper(&raw, &w, "pruned\u{2028}\u{0}");
         assert_eq!(out, "\r\n { \"z\" :\t[1, {\"y\": 2}] ,\n\"content\"  :  \"pruned\u{2028}\\u0000\" , \"a\":true }  \n\n");
     }
 
@@ -781,18 +776,18 @@ mod tests {
             span: 1..4,
             value: String::new(),
         };
-        assert_eq!(replace(raw, &w, "x"), raw);
+        assert_eq!(crate::body::wrapper(raw, &w, "x"), raw);
         let w = Wrapper {
             span: 3..100,
             value: String::new(),
         };
-        assert_eq!(replace(raw, &w, "x"), raw);
+        assert_eq!(crate::body::wrapper(raw, &w, "x"), raw);
         #[allow(clippy::reversed_empty_ranges)]
         let w = Wrapper {
             span: 6..3,
             value: String::new(),
         };
-        assert_eq!(replace(raw, &w, "x"), raw);
+        assert_eq!(crate::body::wrapper(raw, &w, "x"), raw);
     }
 
     // ---- properties ----
@@ -1055,7 +1050,7 @@ mod tests {
             let Classified::Wrapper(w) = classify(&g.raw) else {
                 return Ok(()); // under the share: covered by the property above
             };
-            let out = replace(&g.raw, &w, &v2);
+            let out = crate::body::wrapper(&g.raw, &w, &v2);
             let encoded = serde_json::to_string(&v2).unwrap();
             prop_assert_eq!(&out.as_bytes()[..w.span.start], &g.raw.as_bytes()[..w.span.start]);
             prop_assert_eq!(&out.as_bytes()[w.span.start + encoded.len()..], &g.raw.as_bytes()[w.span.end..]);
