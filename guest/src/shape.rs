@@ -55,7 +55,7 @@ pub enum Classified {
     /// A JSON wrapper: only its string is pruned.
     Wrapper(Wrapper),
     /// A JSON array (top level, or the dominant direct value of the top-level
-    /// object): pruned element by element ([`crate::array`], SPEC §13).
+    /// object): pruned element by element ([`JsonArray`], SPEC §13).
     Array(JsonArray),
     /// Any other JSON, or a wrapper whose place is ambiguous: untouched.
     Structured,

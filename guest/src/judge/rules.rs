@@ -1,5 +1,5 @@
 //! The rules file (seed 003 §5): typed questions, ordered rules, `[otherwise]`;
-//! read with [`super::toml`] and validated with a message per problem, each
+//! read with [`crate::toml`] and validated with a message per problem, each
 //! with its line and column.
 //!
 //! ```toml
