@@ -85,20 +85,20 @@ pub const STOP_WORDS: &[&str] = &[
 /// The scorer's knobs; [`score`] uses [`Params::SHIPPED`]. The measurement
 /// test compares variants (ablation) with the same code.
 #[derive(Debug, Clone, Copy)]
-struct Params {
+pub struct Params {
     /// Each sentence of the basis is also its own query (step 2).
-    sentences: bool,
+    pub sentences: bool,
     /// Paragraph tokens include the headings above them (step 1).
-    headings: bool,
-    gamma: f64,
+    pub headings: bool,
+    pub gamma: f64,
     /// 0 disables the coverage factor (`e = gamma`).
-    coverage_ref: f64,
-    section_share: f64,
-    neighbour_share: f64,
+    pub coverage_ref: f64,
+    pub section_share: f64,
+    pub neighbour_share: f64,
 }
 
 impl Params {
-    const SHIPPED: Params = Params {
+    pub const SHIPPED: Params = Params {
         sentences: true,
         headings: true,
         gamma: GAMMA,
@@ -397,7 +397,7 @@ impl Outline {
 }
 
 /// Scores with explicit knobs (see the module documentation for the steps).
-fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
+pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
     let n = paragraphs.len();
     let terms: Vec<String> = tokens(basis)
         .into_iter()
@@ -501,6 +501,214 @@ fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
 /// Scores in [0, 1] per paragraph, in order, against the basis.
 pub fn score(basis: &str, paragraphs: &[&str]) -> Vec<f64> {
     score_with(basis, paragraphs, Params::SHIPPED)
+}
+
+
+/// Number of features per paragraph ([`features`]).
+pub const NF: usize = 14;
+/// The features' names, in order.
+pub const FEATURE_NAMES: [&str; NF] = [
+    "legacy", "rel", "cov_own", "cov_ctx", "cov_head", "sec_rel", "sec_cov", "nb_rel", "nb_cov", "rank", "code",
+    "loglen", "doc_cov", "sec_rank",
+];
+
+/// Share of `q`'s IDF mass whose terms occur (`present[k]`).
+fn coverage(q: &[usize], idf: &[f64], present: impl Fn(usize) -> bool) -> f64 {
+    let total: f64 = q.iter().map(|&k| idf[k]).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    q.iter().filter(|&&k| present(k)).map(|&k| idf[k]).sum::<f64>() / total
+}
+
+/// Share of the characters in items strictly better than each item.
+fn rank_share(values: &[f64], chars: &[usize]) -> Vec<f64> {
+    let total: f64 = chars.iter().sum::<usize>().max(1) as f64;
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]).then(a.cmp(&b)));
+    let mut out = vec![0.0; values.len()];
+    let mut above = 0usize;
+    let mut k = 0;
+    while k < order.len() {
+        let mut j = k;
+        while j < order.len() && values[order[j]] == values[order[k]] {
+            j += 1;
+        }
+        for &i in &order[k..j] {
+            out[i] = above as f64 / total;
+        }
+        for &i in &order[k..j] {
+            above += chars[i];
+        }
+        k = j;
+    }
+    out
+}
+
+fn fence_share(text: &str) -> f64 {
+    let mut fence: Option<(char, usize)> = None;
+    let (mut inside, mut lines) = (0usize, 0usize);
+    for line in text.lines() {
+        lines += 1;
+        let t = line.trim_start();
+        let first = t.chars().next().unwrap_or(' ');
+        if first == '`' || first == '~' {
+            let run = t.chars().take_while(|&c| c == first).count();
+            if run >= 3 {
+                inside += 1;
+                fence = match fence {
+                    None => Some((first, run)),
+                    Some((c, n)) if c == first && run >= n => None,
+                    f => f,
+                };
+                continue;
+            }
+        }
+        if fence.is_some() {
+            inside += 1;
+        }
+    }
+    if lines == 0 {
+        0.0
+    } else {
+        inside as f64 / lines as f64
+    }
+}
+
+/// The section number of each paragraph (a heading opens the next).
+pub fn sections_of(paragraphs: &[&str]) -> Vec<usize> {
+    let mut outline = Outline::default();
+    let mut sections = 0;
+    paragraphs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if outline.read(t) && i > 0 {
+                sections += 1;
+            }
+            sections
+        })
+        .collect()
+}
+
+/// Per paragraph, the [`NF`] features named in [`FEATURE_NAMES`].
+pub fn features(basis: &str, paragraphs: &[&str]) -> Vec<[f64; NF]> {
+    let n = paragraphs.len();
+    let terms: Vec<String> = tokens(basis).into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+    if n == 0 || terms.is_empty() {
+        return vec![[0.0; NF]; n];
+    }
+    let nt = terms.len();
+    let legacy = score(basis, paragraphs);
+    let mut queries: Vec<Vec<usize>> = vec![(0..nt).collect()];
+    for s in sentences(basis) {
+        let set: BTreeSet<String> = tokens(s).into_iter().collect();
+        let q: Vec<usize> = (0..nt).filter(|&k| set.contains(&terms[k])).collect();
+        if !q.is_empty() && !queries.contains(&q) {
+            queries.push(q);
+        }
+    }
+    let mut outline = Outline::default();
+    let mut section = vec![0usize; n];
+    let mut docs: Vec<Doc> = Vec::with_capacity(n);
+    let mut head: Vec<Vec<bool>> = Vec::with_capacity(n);
+    let mut sections = 0usize;
+    for (i, t) in paragraphs.iter().enumerate() {
+        if outline.read(t) && i > 0 {
+            sections += 1;
+        }
+        section[i] = sections;
+        let ctx = outline.context_tokens();
+        let mut h = vec![false; nt];
+        for t in outline.path.iter().flat_map(|(_, t, _)| tokens(t)) {
+            if let Ok(k) = terms.binary_search(&t) {
+                h[k] = true;
+            }
+        }
+        head.push(h);
+        docs.push((tokens(t), ctx));
+    }
+    let chars: Vec<usize> = paragraphs.iter().map(|p| p.chars().count()).collect();
+    // Presence and document frequency (own tokens + heading context).
+    let mut own = vec![vec![false; nt]; n];
+    let mut ctx = vec![vec![false; nt]; n];
+    let mut df = vec![0usize; nt];
+    for (i, (o, c)) in docs.iter().enumerate() {
+        for t in o {
+            if let Ok(k) = terms.binary_search(t) {
+                own[i][k] = true;
+            }
+        }
+        for t in c {
+            if let Ok(k) = terms.binary_search(t) {
+                ctx[i][k] = true;
+            }
+        }
+        for k in 0..nt {
+            if own[i][k] || ctx[i][k] {
+                df[k] += 1;
+            }
+        }
+    }
+    let nf = n as f64;
+    let idf: Vec<f64> = df.iter().map(|&d| (1.0 + (nf - d as f64 + 0.5) / (d as f64 + 0.5)).ln()).collect();
+    let best = |f: &dyn Fn(&[usize]) -> f64| queries.iter().map(|q| f(q)).fold(0.0_f64, f64::max);
+    let rel = best_normalised(&bm25_matrix(&terms, &docs), &queries);
+    let cov_own: Vec<f64> = (0..n).map(|i| best(&|q| coverage(q, &idf, |k| own[i][k]))).collect();
+    let cov_ctx: Vec<f64> = (0..n).map(|i| best(&|q| coverage(q, &idf, |k| own[i][k] || ctx[i][k]))).collect();
+    let cov_head: Vec<f64> = (0..n).map(|i| best(&|q| coverage(q, &idf, |k| head[i][k]))).collect();
+    // Sections.
+    let ns = sections + 1;
+    let mut sdocs: Vec<Doc> = vec![(Vec::new(), Vec::new()); ns];
+    let mut schars = vec![0usize; ns];
+    let mut spresent = vec![vec![false; nt]; ns];
+    for (i, d) in docs.iter().enumerate() {
+        let s = section[i];
+        if i == 0 || section[i] != section[i - 1] {
+            sdocs[s].1 = d.1.clone();
+        }
+        sdocs[s].0.extend(d.0.iter().cloned());
+        schars[s] += chars[i];
+        for k in 0..nt {
+            spresent[s][k] |= own[i][k] || ctx[i][k];
+        }
+    }
+    let srel = if ns > 1 { best_normalised(&bm25_matrix(&terms, &sdocs), &queries) } else { vec![0.0; ns] };
+    let scov: Vec<f64> = (0..ns).map(|s| best(&|q| coverage(q, &idf, |k| spresent[s][k]))).collect();
+    let srank = rank_share(&srel, &schars);
+    let rank = rank_share(&rel, &chars);
+    let mut seen = vec![false; nt];
+    for i in 0..n {
+        for k in 0..nt {
+            seen[k] |= own[i][k];
+        }
+    }
+    let doc_cov = seen.iter().filter(|s| **s).count() as f64 / nt as f64;
+    (0..n)
+        .map(|i| {
+            let nb = |v: &[f64]| {
+                let p = if i > 0 { v[i - 1] } else { 0.0 };
+                let x = if i + 1 < n { v[i + 1] } else { 0.0 };
+                p.max(x)
+            };
+            [
+                legacy[i],
+                rel[i],
+                cov_own[i],
+                cov_ctx[i],
+                cov_head[i],
+                srel[section[i]],
+                scov[section[i]],
+                nb(&rel),
+                nb(&cov_ctx),
+                rank[i],
+                fence_share(paragraphs[i]),
+                (chars[i].max(1) as f64).ln() / 6000f64.ln(),
+                doc_cov,
+                srank[section[i]],
+            ]
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -813,443 +1021,6 @@ mod tests {
                 for v in &s {
                     prop_assert!(v.is_finite() && (0.0..=1.0).contains(v));
                 }
-            }
-        }
-    }
-
-    // ---- measurement on the shared corpus (run with --ignored --nocapture) ----
-
-    struct Doc {
-        name: String,
-        lang: &'static str,
-        request: String,
-        text: String,
-        needed: Vec<String>,
-    }
-
-    fn corpus_dir() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus")
-    }
-
-    /// The corpus documents that are text (plus the pydantic wrapper's string),
-    /// each with its request(s) and the labels' needed snippets.
-    fn corpus() -> Vec<Doc> {
-        let dir = corpus_dir();
-        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("corpus file");
-        let manifest: serde_json::Value = serde_json::from_str(&read("manifest.json")).unwrap();
-        let labels: serde_json::Value = serde_json::from_str(&read("labels.json")).unwrap();
-        let needed_for = |file: &str| -> Vec<String> {
-            // The LF copy of the RFC shares the CRLF copy's labels.
-            let key = file.replace(".lf.md", ".crlf.md");
-            labels
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|l| l["file"] == key.as_str())
-                .map(|l| {
-                    l["needed"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|n| n["snippet"].as_str().unwrap().to_string())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let mut docs = Vec::new();
-        for m in manifest.as_array().unwrap() {
-            let file = m["file"].as_str().unwrap();
-            let text = if file.ends_with(".json") {
-                if file != "pydantic-validators.wrapper.json" {
-                    continue;
-                }
-                let v: serde_json::Value = serde_json::from_str(&read(file)).unwrap();
-                v.as_object()
-                    .unwrap()
-                    .values()
-                    .filter_map(|v| v.as_str())
-                    .max_by_key(|s| s.chars().count())
-                    .unwrap()
-                    .to_string()
-            } else {
-                read(file)
-            };
-            let needed = needed_for(file);
-            for (lang, key) in [("en", "request_en"), ("ja", "request_ja")] {
-                if let Some(r) = m[key].as_str() {
-                    docs.push(Doc {
-                        name: file.to_string(),
-                        lang,
-                        request: crate::basis::basis(r).to_string(),
-                        text: text.clone(),
-                        needed: needed.clone(),
-                    });
-                }
-            }
-        }
-        docs
-    }
-
-    struct Outcome {
-        /// Dropped characters / total characters (0 when nothing is dropped).
-        reduction: f64,
-        /// Share of needed snippets present in the kept text.
-        recall: f64,
-        /// Scored paragraphs, dropped paragraphs.
-        scored: usize,
-        dropped: usize,
-    }
-
-    fn apply(doc: &Doc, scores_of: &dyn Fn(&str, &[&str]) -> Vec<f64>, threshold: f64) -> Outcome {
-        let paras = crate::split::split(&doc.text);
-        let texts: Vec<&str> = paras
-            .iter()
-            .filter(|p| !p.fixed)
-            .map(|p| &doc.text[p.start..p.end])
-            .collect();
-        let scores = scores_of(&doc.request, &texts);
-        let mut drop = vec![false; paras.len()];
-        let all_below = !scores.is_empty() && scores.iter().all(|&s| s < threshold);
-        if !all_below {
-            let mut k = 0;
-            for (i, p) in paras.iter().enumerate() {
-                if !p.fixed {
-                    drop[i] = scores[k] < threshold;
-                    k += 1;
-                }
-            }
-        }
-        let total: usize = paras.iter().map(|p| p.chars).sum();
-        let dropped_chars: usize = paras
-            .iter()
-            .zip(&drop)
-            .filter(|(_, d)| **d)
-            .map(|(p, _)| p.chars)
-            .sum();
-        let mut kept = String::new();
-        for (p, d) in paras.iter().zip(&drop) {
-            if *d {
-                kept.push('\u{0}');
-            } else {
-                kept.push_str(&doc.text[p.start..p.end]);
-            }
-        }
-        let present = doc
-            .needed
-            .iter()
-            .filter(|s| kept.contains(s.as_str()))
-            .count();
-        Outcome {
-            reduction: if total == 0 {
-                0.0
-            } else {
-                dropped_chars as f64 / total as f64
-            },
-            recall: if doc.needed.is_empty() {
-                1.0
-            } else {
-                present as f64 / doc.needed.len() as f64
-            },
-            scored: texts.len(),
-            dropped: drop.iter().filter(|d| **d).count(),
-        }
-    }
-
-    fn table(title: &str, scores_of: &dyn Fn(&str, &[&str]) -> Vec<f64>, verbose: bool) {
-        let docs = corpus();
-        if !verbose {
-            let mut line = format!("{title:<90}");
-            for t in crate::limits::THRESHOLDS {
-                let (mut red, mut rec, mut minrec) = (0.0, 0.0, 1.0_f64);
-                for doc in &docs {
-                    let o = apply(doc, scores_of, t);
-                    red += o.reduction;
-                    rec += o.recall;
-                    minrec = minrec.min(o.recall);
-                }
-                let k = docs.len() as f64;
-                line += &format!(
-                    " | {t}: {:>3.0}% {:>3.0}% min{:>3.0}%",
-                    red / k * 100.0,
-                    rec / k * 100.0,
-                    minrec * 100.0
-                );
-            }
-            // Ranking power, whatever the mapping: the share of characters
-            // droppable, lowest scores first, before the first / third needed
-            // snippet is lost (mean over documents with scored paragraphs).
-            let (mut o0, mut o2, mut k) = (0.0, 0.0, 0.0);
-            for doc in docs.iter() {
-                let paras = crate::split::split(&doc.text);
-                let idx: Vec<usize> = (0..paras.len()).filter(|&i| !paras[i].fixed).collect();
-                if idx.is_empty() {
-                    continue;
-                }
-                let texts: Vec<&str> = idx
-                    .iter()
-                    .map(|&i| &doc.text[paras[i].start..paras[i].end])
-                    .collect();
-                let sc = scores_of(&doc.request, &texts);
-                let mut order: Vec<usize> = (0..texts.len()).collect();
-                order.sort_by(|&a, &b| sc[a].total_cmp(&sc[b]));
-                let total: usize = paras.iter().map(|p| p.chars).sum();
-                let (mut dropped, mut lost, mut first, mut third) = (0usize, 0usize, None, None);
-                for &a in &order {
-                    let l = doc
-                        .needed
-                        .iter()
-                        .filter(|s| texts[a].contains(s.as_str()))
-                        .count();
-                    if l > 0 && lost == 0 && first.is_none() {
-                        first = Some(dropped);
-                    }
-                    lost += l;
-                    if lost >= 3 && third.is_none() {
-                        third = Some(dropped);
-                    }
-                    dropped += paras[idx[a]].chars;
-                }
-                o0 += first.unwrap_or(dropped) as f64 / total as f64;
-                o2 += third.unwrap_or(dropped) as f64 / total as f64;
-                k += 1.0;
-            }
-            line += &format!(
-                " | oracle 0 miss {:>3.0}%, <=2 miss {:>3.0}%",
-                o0 / k * 100.0,
-                o2 / k * 100.0
-            );
-            println!("{line}");
-            return;
-        }
-        println!("\n== {title} ==");
-        println!("reduction = dropped/total chars, recall = needed snippets kept (labels.json); 'floor' applies MIN_REDUCTION 0.25 (below it the text stays raw)");
-        println!("lowest needed = the lowest scores of paragraphs holding needed snippets; coverage = share of distinct basis terms in the document");
-        print!("{:<40} {:>2} {:>5}", "document", "ln", "paras");
-        for t in crate::limits::THRESHOLDS {
-            print!(" | t={t:<3} red  rec  drop");
-        }
-        println!();
-        let nt = crate::limits::THRESHOLDS.len();
-        let mut sum_red = vec![0.0; nt];
-        let mut sum_rec = vec![0.0; nt];
-        let mut sum_red_floor = vec![0.0; nt];
-        let mut sum_rec_floor = vec![0.0; nt];
-        let mut rows = 0.0;
-        let mut sum_red_scored = vec![0.0; nt];
-        let mut sum_rec_scored = vec![0.0; nt];
-        let mut rows_scored = 0.0;
-        let mut total_chars = 0usize;
-        let mut dropped_chars = vec![0.0; nt];
-        for doc in &docs {
-            for s in &doc.needed {
-                assert!(
-                    doc.text.contains(s.as_str()),
-                    "{}: snippet not in text: {s}",
-                    doc.name
-                );
-            }
-            let mut line = String::new();
-            let mut scored = 0;
-            for (i, t) in crate::limits::THRESHOLDS.into_iter().enumerate() {
-                let o = apply(doc, scores_of, t);
-                scored = o.scored;
-                line += &format!(
-                    " |       {:>3.0}% {:>3.0}% {:>4}",
-                    o.reduction * 100.0,
-                    o.recall * 100.0,
-                    o.dropped
-                );
-                sum_red[i] += o.reduction;
-                sum_rec[i] += o.recall;
-                if o.scored > 0 {
-                    sum_red_scored[i] += o.reduction;
-                    sum_rec_scored[i] += o.recall;
-                }
-                dropped_chars[i] += o.reduction * doc.text.chars().count() as f64;
-                let floor = o.reduction >= crate::limits::MIN_REDUCTION;
-                sum_red_floor[i] += if floor { o.reduction } else { 0.0 };
-                sum_rec_floor[i] += if floor { o.recall } else { 1.0 };
-            }
-            rows += 1.0;
-            if scored > 0 {
-                rows_scored += 1.0;
-            }
-            total_chars += doc.text.chars().count();
-            // The lowest score among paragraphs holding needed snippets (the
-            // best threshold for this document would be just at or below it).
-            let paras = crate::split::split(&doc.text);
-            let texts: Vec<&str> = paras
-                .iter()
-                .filter(|p| !p.fixed)
-                .map(|p| &doc.text[p.start..p.end])
-                .collect();
-            let sc = scores_of(&doc.request, &texts);
-            let mut needed_scores: Vec<f64> = texts
-                .iter()
-                .zip(&sc)
-                .filter(|(t, _)| doc.needed.iter().any(|s| t.contains(s.as_str())))
-                .map(|(_, s)| *s)
-                .collect();
-            needed_scores.sort_by(f64::total_cmp);
-            let lows: Vec<String> = needed_scores
-                .iter()
-                .take(3)
-                .map(|s| format!("{s:.2}"))
-                .collect();
-            let q: std::collections::BTreeSet<String> = tokens(&doc.request).into_iter().collect();
-            let d: std::collections::BTreeSet<String> = tokens(&doc.text).into_iter().collect();
-            let cov = q.iter().filter(|t| d.contains(*t)).count() as f64 / q.len().max(1) as f64;
-            println!(
-                "{:<40} {:>2} {:>5}{line} | lowest needed {} | coverage {cov:.2} of {}",
-                doc.name,
-                doc.lang,
-                scored,
-                lows.join(" "),
-                q.len()
-            );
-        }
-        let summary = |label: &str, red: &[f64], rec: Option<&[f64]>, k: f64| {
-            let cells: String = red
-                .iter()
-                .enumerate()
-                .map(|(i, r)| match rec {
-                    Some(rec) => format!(
-                        " |       {:>3.0}% {:>3.0}%     ",
-                        r / k * 100.0,
-                        rec[i] / k * 100.0
-                    ),
-                    None => format!(" |       {:>3.0}%          ", r / k * 100.0),
-                })
-                .collect();
-            println!("{label:<40} {:>2} {:>5}{cells}", "", "");
-        };
-        summary("MEAN (raw)", &sum_red, Some(&sum_rec), rows);
-        summary(
-            "MEAN (rows with scored paragraphs)",
-            &sum_red_scored,
-            Some(&sum_rec_scored),
-            rows_scored,
-        );
-        summary(
-            "ALL CHARS (dropped / total)",
-            &dropped_chars,
-            None,
-            total_chars as f64,
-        );
-        summary(
-            "MEAN (with 25% floor)",
-            &sum_red_floor,
-            Some(&sum_rec_floor),
-            rows,
-        );
-    }
-
-    #[test]
-    #[ignore = "measurement on ../shared/corpus; run with --ignored --nocapture"]
-    fn corpus_reduction_and_recall_per_threshold() {
-        table("offline::score (shipped)", &|b, p| score(b, p), true);
-        println!("\nAblation (mean over all rows; the same code with one knob changed):");
-        let s = Params::SHIPPED;
-        let variants = [
-            ("shipped", s),
-            (
-                "plain BM25 / max (no headings, sentences, context; e = 1)",
-                Params {
-                    sentences: false,
-                    headings: false,
-                    gamma: 1.0,
-                    coverage_ref: 0.0,
-                    section_share: 0.0,
-                    neighbour_share: 0.0,
-                },
-            ),
-            (
-                "no heading tokens",
-                Params {
-                    headings: false,
-                    ..s
-                },
-            ),
-            (
-                "no sentence queries",
-                Params {
-                    sentences: false,
-                    ..s
-                },
-            ),
-            (
-                "no section share",
-                Params {
-                    section_share: 0.0,
-                    ..s
-                },
-            ),
-            (
-                "no neighbour share",
-                Params {
-                    neighbour_share: 0.0,
-                    ..s
-                },
-            ),
-            (
-                "no coverage factor (e = 2 always)",
-                Params {
-                    coverage_ref: 0.0,
-                    ..s
-                },
-            ),
-            ("gamma 1.5", Params { gamma: 1.5, ..s }),
-            ("gamma 2.5", Params { gamma: 2.5, ..s }),
-        ];
-        for (name, p) in variants {
-            table(name, &move |b, t| score_with(b, t, p), false);
-        }
-    }
-
-    #[test]
-    #[ignore = "debug dump: DOC=<file part> LN=en|ja, MISSES=1 for needed snippets below 0.2"]
-    fn corpus_debug_dump() {
-        let want = std::env::var("DOC").unwrap_or_default();
-        let lang = std::env::var("LN").unwrap_or("en".into());
-        for doc in corpus() {
-            if !doc.name.contains(&want) || doc.lang != lang {
-                continue;
-            }
-            let paras = crate::split::split(&doc.text);
-            let texts: Vec<&str> = paras
-                .iter()
-                .filter(|p| !p.fixed)
-                .map(|p| &doc.text[p.start..p.end])
-                .collect();
-            let sc = score(&doc.request, &texts);
-            if std::env::var("MISSES").is_ok() {
-                for (i, t) in texts.iter().enumerate() {
-                    for s in doc.needed.iter().filter(|s| t.contains(s.as_str())) {
-                        if sc[i] < crate::limits::DEFAULT_THRESHOLD {
-                            println!("MISS {} {} p{i} {:.2} :: {}", doc.name, doc.lang, sc[i], s);
-                        }
-                    }
-                }
-                continue;
-            }
-            println!("### {} {} :: {}", doc.name, doc.lang, doc.request);
-            println!("query tokens: {:?}", tokens(&doc.request));
-            for (i, t) in texts.iter().enumerate() {
-                let n = doc.needed.iter().filter(|s| t.contains(s.as_str())).count();
-                let head: String = t
-                    .trim()
-                    .chars()
-                    .take(90)
-                    .collect::<String>()
-                    .replace(['\n', '\r'], " ");
-                println!(
-                    "{:>4} {:.3} {:>5} {} {}",
-                    i,
-                    sc[i],
-                    t.chars().count(),
-                    if n > 0 { format!("N{n}") } else { "  ".into() },
-                    head
-                );
             }
         }
     }
