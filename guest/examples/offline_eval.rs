@@ -373,11 +373,29 @@ fn dump(docs: &[Doc], want: &str, p: Params) {
     }
 }
 
+/// The best summed reduction with at most `lost` snippets lost over all
+/// documents, each document at its own best cut (`curve[k]`: best reduction
+/// losing at most k).
+fn budget(curves: &[[f64; 6]], lost: usize) -> f64 {
+    let mut dp = vec![0.0f64; lost + 1];
+    for c in curves {
+        let mut next = vec![f64::NEG_INFINITY; lost + 1];
+        for used in 0..=lost {
+            for k in 0..=(lost - used) {
+                next[used + k] = next[used + k].max(dp[used] + c[k]);
+            }
+        }
+        dp = next;
+    }
+    dp.into_iter().fold(0.0, f64::max)
+}
+
 /// Per document, the best per-document cut of the scores: the net
 /// reduction through the real path when the cut is just at the k-th lowest
 /// score of a paragraph holding needed snippets (k = 0, 1, 2 snippets lost at most).
 fn ranks(docs: &[Doc], p: Params) {
     let mut sums = [0.0f64; 3];
+    let mut curves: Vec<[f64; 6]> = vec![[0.0; 6]];
     for d in docs {
         let job = Job::start(input(d, 0.2, Lang::En, ScorerChoice::Host("ranks".into())));
         let Some(req) = job.request() else {
@@ -397,16 +415,24 @@ fn ranks(docs: &[Doc], p: Params) {
             .collect();
         cuts.sort_by(f64::total_cmp);
         cuts.push(f64::INFINITY);
+        let mut curve = [0.0f64; 6];
         let mut best = [(0.0f64, 0usize, 0.0f64); 3];
         for &c in &cuts {
             let r = measure(d, &run(d, 0.2, Lang::En, Who::Cut(p, c)));
             let lost = r.topics.len() - r.found;
+            for k in lost..6 {
+                let e = &mut curve[k];
+                if r.reduction > *e {
+                    *e = r.reduction;
+                }
+            }
             for k in 0..3 {
                 if lost <= k && r.reduction > best[k].0 {
                     best[k] = (r.reduction, lost, c);
                 }
             }
         }
+        curves.push(curve);
         let low: Vec<String> = cuts.iter().take(4).map(|c| format!("{c:.2}")).collect();
         println!(
             "{:<38} lowest needed {:<24} best cut: 0 lost {:>6} @{:.2} | <=1 {:>6} @{:.2} | <=2 {:>6} @{:.2}",
@@ -424,7 +450,7 @@ fn ranks(docs: &[Doc], p: Params) {
         }
     }
     let n = docs.len() as f64;
-    println!("mean best-cut net reduction: 0 lost {} | <=1 lost {} | <=2 lost {}", pct(sums[0] / n), pct(sums[1] / n), pct(sums[2] / n));
+    println!("mean best-cut net reduction: 0 lost {} | <=1 lost {} | <=2 lost {} | <=5 lost in all {}", pct(sums[0] / n), pct(sums[1] / n), pct(sums[2] / n), pct(budget(&curves, 5) / n));
 }
 
 fn time(docs: &[Doc], p: Params) {
@@ -451,11 +477,11 @@ struct Prepared<'d> {
     job: Job,
     /// Chunks per batch, to answer in batch order.
     batch_sizes: Vec<usize>,
-    x: Vec<[f64; offline::NF]>,
     /// Needed snippets held by each chunk.
     y: Vec<usize>,
-    chars: Vec<usize>,
     section: Vec<usize>,
+    basis: String,
+    chunks: Vec<String>,
 }
 
 fn prepare<'d>(docs: &'d [Doc], lang: Lang) -> Vec<Prepared<'d>> {
@@ -464,7 +490,6 @@ fn prepare<'d>(docs: &'d [Doc], lang: Lang) -> Vec<Prepared<'d>> {
             let job = Job::start(input(d, 0.2, lang, ScorerChoice::Host("fit".into())));
             let req = job.request()?;
             let chunks: Vec<&str> = req.batches.iter().flat_map(|b| b.chunks.iter().map(String::as_str)).collect();
-            let x = offline::features(&req.basis, &chunks);
             let y = chunks
                 .iter()
                 .map(|c| {
@@ -472,102 +497,12 @@ fn prepare<'d>(docs: &'d [Doc], lang: Lang) -> Vec<Prepared<'d>> {
                     d.needed.iter().filter(|s| hay.contains(s)).count()
                 })
                 .collect();
-            let chars = chunks.iter().map(|c| c.chars().count()).collect();
             let batch_sizes = req.batches.iter().map(|b| b.chunks.len()).collect();
-            let section = offline::sections_of(&chunks);
-            Some(Prepared { doc: d, job, batch_sizes, x, y, chars, section })
+            let section = offline::section_numbers(&chunks);
+            let chunks_owned = chunks.iter().map(|c| c.to_string()).collect();
+            Some(Prepared { doc: d, job, batch_sizes, y, section, basis: req.basis.clone(), chunks: chunks_owned })
         })
         .collect()
-}
-
-fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
-}
-
-/// A linear model over a subset of the features.
-#[derive(Clone, Debug)]
-struct Lin {
-    feats: Vec<usize>,
-    w: Vec<f64>,
-    b: f64,
-}
-
-impl Lin {
-    fn z(&self, x: &[f64; offline::NF]) -> f64 {
-        self.b + self.feats.iter().zip(&self.w).map(|(&f, w)| w * x[f]).sum::<f64>()
-    }
-}
-
-/// Weighted L2 logistic regression by Newton's method.
-fn fit(data: &[&Prepared], feats: &[usize], lambda: f64, neg_weight: f64) -> Lin {
-    let k = feats.len() + 1;
-    let mut rows: Vec<(Vec<f64>, f64, f64)> = Vec::new();
-    for p in data {
-        let total: usize = p.chars.iter().sum();
-        let needed = p.y.iter().sum::<usize>().max(1) as f64;
-        for i in 0..p.x.len() {
-            let mut r: Vec<f64> = feats.iter().map(|&f| p.x[i][f]).collect();
-            r.push(1.0);
-            if p.y[i] > 0 {
-                rows.push((r, 1.0, p.y[i] as f64 / needed));
-            } else {
-                rows.push((r, 0.0, neg_weight * p.chars[i] as f64 / total as f64));
-            }
-        }
-    }
-    let mut w = vec![0.0; k];
-    for _ in 0..50 {
-        let mut g = vec![0.0; k];
-        let mut h = vec![vec![0.0; k]; k];
-        for (r, y, wt) in &rows {
-            let z: f64 = r.iter().zip(&w).map(|(a, b)| a * b).sum();
-            let pr = sigmoid(z);
-            for a in 0..k {
-                g[a] += wt * (pr - y) * r[a];
-                for b in 0..k {
-                    h[a][b] += wt * pr * (1.0 - pr) * r[a] * r[b];
-                }
-            }
-        }
-        for a in 0..k - 1 {
-            g[a] += lambda * w[a];
-            h[a][a] += lambda;
-        }
-        h[k - 1][k - 1] += 1e-9;
-        let step = solve(h, g);
-        let mut change = 0.0f64;
-        for a in 0..k {
-            w[a] -= step[a];
-            change = change.max(step[a].abs());
-        }
-        if change < 1e-9 {
-            break;
-        }
-    }
-    Lin { feats: feats.to_vec(), b: w[k - 1], w: w[..k - 1].to_vec() }
-}
-
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
-    let n = b.len();
-    for c in 0..n {
-        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs())).unwrap();
-        a.swap(c, p);
-        b.swap(c, p);
-        let d = a[c][c];
-        if d.abs() < 1e-15 {
-            continue;
-        }
-        for r in 0..n {
-            if r != c {
-                let f = a[r][c] / d;
-                for k in c..n {
-                    a[r][k] -= f * a[c][k];
-                }
-                b[r] -= f * b[c];
-            }
-        }
-    }
-    (0..n).map(|i| if a[i][i].abs() < 1e-15 { 0.0 } else { b[i] / a[i][i] }).collect()
 }
 
 /// The real path with `scores` answered; `measure`d.
@@ -575,87 +510,6 @@ fn complete(p: &Prepared, scores: &[f64]) -> Res {
     let mut it = scores.iter();
     let answers = p.batch_sizes.iter().map(|&n| BatchAnswer::Scores(it.by_ref().take(n).map(|s| Some(*s)).collect())).collect();
     measure(p.doc, &p.job.complete(Some(ScoringResponse { answers: Ok(answers), elapsed_ms: 0 })))
-}
-
-/// Mean reduction over `data` (plus `extra_docs` documents counting 0) and
-/// snippets found / needed (plus `extra_needed` always found).
-fn evaluate(data: &[&Prepared], m: &Lin, shift: f64, threshold: f64) -> (f64, usize, usize, Vec<Res>) {
-    let mut rs = Vec::new();
-    for p in data {
-        let scores: Vec<f64> = p.x.iter().map(|x| sigmoid(m.z(x) + shift)).collect();
-        let mut scores = scores;
-        let _ = threshold;
-        for s in scores.iter_mut() {
-            *s = s.clamp(0.0, 1.0);
-        }
-        rs.push(complete(p, &scores));
-    }
-    let red = rs.iter().map(|r| r.reduction).sum::<f64>();
-    let found = rs.iter().map(|r| r.found).sum();
-    let needed = rs.iter().map(|r| r.topics.len()).sum();
-    (red, found, needed, rs)
-}
-
-/// The shift of the intercept that maximises the summed reduction at 0.2
-/// with recall at least `target` on `data`.
-fn calibrate(data: &[&Prepared], m: &Lin, target: f64) -> f64 {
-    let mut best = (f64::NEG_INFINITY, 0.0);
-    let mut s = -8.0;
-    while s <= 8.0 {
-        let (red, found, needed, _) = evaluate(data, m, s, 0.2);
-        let recall = found as f64 / needed.max(1) as f64;
-        if recall >= target && red > best.0 {
-            best = (red, s);
-        }
-        s += 0.1;
-    }
-    best.1
-}
-
-/// Fit on everything, then leave-one-group-out (the RFC's two copies are one group).
-fn cv(all: &[Doc], feats: &[usize], lambda: f64, neg: f64, target: f64, verbose: bool) -> (f64, f64, f64, f64) {
-    let prepared = prepare(all, Lang::En);
-    let unscored = all.len() - prepared.len();
-    let extra_needed: usize = all
-        .iter()
-        .filter(|d| !prepared.iter().any(|p| std::ptr::eq(p.doc, *d)))
-        .map(|d| d.needed.len())
-        .sum();
-    let group = |p: &Prepared| p.doc.file.replace(".lf.md", ".crlf.md");
-    let refs: Vec<&Prepared> = prepared.iter().collect();
-    let m = fit(&refs, feats, lambda, neg);
-    let shift = calibrate(&refs, &m, target);
-    let (red, found, needed, rs) = evaluate(&refs, &m, shift, 0.2);
-    let n = all.len() as f64;
-    let fitted = (red / n, (found + extra_needed) as f64 / (needed + extra_needed) as f64);
-    if verbose {
-        let names: Vec<String> = m.feats.iter().zip(&m.w).map(|(&f, w)| format!("{}={w:.3}", offline::FEATURE_NAMES[f])).collect();
-        println!("model: {} b={:.3} shift={shift:.1}", names.join(" "), m.b);
-        for (p, r) in refs.iter().zip(&rs) {
-            println!("  fitted {:<38} {:<14} {:>7} {}/{}", p.doc.file, r.outcome, pct(r.reduction), r.found, r.topics.len());
-        }
-    }
-    let mut groups: Vec<String> = refs.iter().map(|p| group(p)).collect();
-    groups.dedup();
-    let (mut hred, mut hfound, mut hneeded) = (0.0, 0, 0);
-    for g in &groups {
-        let train: Vec<&Prepared> = refs.iter().copied().filter(|p| &group(p) != g).collect();
-        let test: Vec<&Prepared> = refs.iter().copied().filter(|p| &group(p) == g).collect();
-        let m = fit(&train, feats, lambda, neg);
-        let shift = calibrate(&train, &m, target);
-        let (red, found, needed, rs) = evaluate(&test, &m, shift, 0.2);
-        hred += red;
-        hfound += found;
-        hneeded += needed;
-        if verbose {
-            for (p, r) in test.iter().zip(&rs) {
-                println!("  held-out {:<36} {:<14} {:>7} {}/{} shift={shift:.1}", p.doc.file, r.outcome, pct(r.reduction), r.found, r.topics.len());
-            }
-        }
-    }
-    let _ = unscored;
-    let held = (hred / n, (hfound + extra_needed) as f64 / (hneeded + extra_needed) as f64);
-    (fitted.0, fitted.1, held.0, held.1)
 }
 
 /// Ranking power of a score, whatever its calibration: per document, the
@@ -694,6 +548,163 @@ fn ranking(all: &[Doc], prepared: &[Prepared], f: &dyn Fn(&Prepared) -> Vec<f64>
     [sums[0] / n, sums[1] / n, sums[2] / n]
 }
 
+/// A deterministic pseudo-random generator (xorshift).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+/// Per configuration, per prepared document: (reduction, snippets found).
+fn grid_table(prepared: &[Prepared], configs: &[Params]) -> Vec<Vec<(f64, usize)>> {
+    configs
+        .iter()
+        .map(|p| {
+            prepared
+                .iter()
+                .map(|d| {
+                    let chunks: Vec<&str> = d.chunks.iter().map(String::as_str).collect();
+                    let scores = offline::score_with(&d.basis, &chunks, *p);
+                    let r = complete(d, &scores);
+                    (r.reduction, r.found)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Chooses the configuration with the best mean reduction at recall ≥
+/// `target` over the documents `mask` selects (documents not prepared count
+/// 0 reduction and all snippets found: `extra_docs`, `extra_needed`).
+fn choose(table: &[Vec<(f64, usize)>], needed: &[usize], mask: &[bool], extra_docs: usize, extra_needed: usize, target: f64) -> Option<usize> {
+    let n_docs = mask.iter().filter(|m| **m).count() + extra_docs;
+    let n_needed: usize = needed.iter().zip(mask).filter(|(_, m)| **m).map(|(n, _)| n).sum::<usize>() + extra_needed;
+    let mut best: Option<(f64, usize)> = None;
+    let mut fallback: Option<(usize, f64, usize)> = None;
+    for (c, row) in table.iter().enumerate() {
+        let (mut red, mut found) = (0.0, extra_needed);
+        for (d, (r, f)) in row.iter().enumerate() {
+            if mask[d] {
+                red += r;
+                found += f;
+            }
+        }
+        let mean = red / n_docs as f64;
+        if fallback.is_none_or(|(f, m, _)| found > f || (found == f && mean > m + 1e-12)) {
+            fallback = Some((found, mean, c));
+        }
+        if (found as f64) < target * n_needed as f64 {
+            continue;
+        }
+        if best.is_none_or(|(b, _)| mean > b + 1e-12) {
+            best = Some((mean, c));
+        }
+    }
+    // No configuration reaches the target: the one with the best recall.
+    best.map(|(_, c)| c).or(fallback.map(|(_, _, c)| c))
+}
+
+fn grid(all: &[Doc], configs: Vec<Params>, target: f64) {
+    let prepared = prepare(all, Lang::En);
+    let extra_docs = all.len() - prepared.len();
+    let extra_needed: usize = all.iter().map(|d| d.needed.len()).sum::<usize>() - prepared.iter().map(|p| p.doc.needed.len()).sum::<usize>();
+    let needed: Vec<usize> = prepared.iter().map(|p| p.doc.needed.len()).collect();
+    let t = Instant::now();
+    let table = grid_table(&prepared, &configs);
+    eprintln!("{} configurations in {:.1} s", configs.len(), t.elapsed().as_secs_f64());
+    let all_mask = vec![true; prepared.len()];
+    let Some(c) = choose(&table, &needed, &all_mask, extra_docs, extra_needed, target) else {
+        println!("no configuration reaches recall {target}");
+        return;
+    };
+    let fitted_red: f64 = table[c].iter().map(|r| r.0).sum::<f64>() / all.len() as f64;
+    let fitted_found: usize = table[c].iter().map(|r| r.1).sum::<usize>() + extra_needed;
+    let total_needed: usize = all.iter().map(|d| d.needed.len()).sum();
+    println!("fitted: {:?}", configs[c]);
+    for (p, r) in prepared.iter().zip(&table[c]) {
+        println!("  {:<38} {:>7} {}/{}", p.doc.file, pct(r.0), r.1, p.doc.needed.len());
+    }
+    println!("fitted: mean {} recall {} ({}/{})", pct(fitted_red), pct(fitted_found as f64 / total_needed as f64), fitted_found, total_needed);
+    // Leave one group out (the RFC's two copies are one group).
+    let group = |p: &Prepared| p.doc.file.replace(".lf.md", ".crlf.md");
+    let mut groups: Vec<String> = prepared.iter().map(group).collect();
+    groups.dedup();
+    let (mut hred, mut hfound) = (0.0, extra_needed);
+    for g in &groups {
+        let mask: Vec<bool> = prepared.iter().map(|p| &group(p) != g).collect();
+        let Some(c) = choose(&table, &needed, &mask, extra_docs, extra_needed, target) else { continue };
+        for (d, p) in prepared.iter().enumerate() {
+            if !mask[d] {
+                hred += table[c][d].0;
+                hfound += table[c][d].1;
+                println!("  held-out {:<36} {:>7} {}/{}  (config {c})", p.doc.file, pct(table[c][d].0), table[c][d].1, p.doc.needed.len());
+            }
+        }
+    }
+    println!(
+        "held-out (leave one document out): mean {} recall {} ({}/{})",
+        pct(hred / all.len() as f64),
+        pct(hfound as f64 / total_needed as f64),
+        hfound,
+        total_needed
+    );
+}
+
+/// Random configurations of the shipped family (and the shipped one first).
+fn random_configs(n: usize, seed: u64) -> Vec<Params> {
+    let mut rng = Rng(seed);
+    let mut out = vec![Params::SHIPPED];
+    for _ in 0..n {
+        out.push(Params {
+            query_counts: rng.pick(&[false, true]),
+            k1: rng.pick(&[0.9, 1.2, 2.0]),
+            b: rng.pick(&[0.5, 0.75, 0.9]),
+            heading_weight: rng.pick(&[0.5, 1.0, 2.0]),
+            gamma: rng.pick(&[1.5, 2.0, 3.0, 4.0, 5.0]),
+            coverage_ref: rng.pick(&[0.0, 0.7, 0.9]),
+            section_decay: rng.pick(&[0.0, 0.4, 0.5, 0.6, 0.7]),
+            neighbour_share: rng.pick(&[0.0, 0.2, 0.3, 0.4, 0.5]),
+            bridge_share: rng.pick(&[0.0, 0.5, 0.7, 0.9]),
+            mass_exponent: rng.pick(&[0.0, 0.5, 0.6, 0.7, 0.8]),
+            ..Params::SHIPPED
+        });
+    }
+    out
+}
+
+/// `Params::SHIPPED` changed by `key=value,…` (the `P` environment variable).
+fn params_from_env() -> Params {
+    let mut p = Params::SHIPPED;
+    let spec = std::env::var("P").unwrap_or_default();
+    for kv in spec.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').expect("key=value");
+        let f: f64 = v.parse().unwrap_or(0.0);
+        match k {
+            "sentences" => p.sentences = f != 0.0,
+            "headings" => p.headings = f != 0.0,
+            "query_counts" => p.query_counts = f != 0.0,
+            "k1" => p.k1 = f,
+            "b" => p.b = f,
+            "heading_weight" => p.heading_weight = f,
+            "gamma" => p.gamma = f,
+            "coverage_ref" => p.coverage_ref = f,
+            "section_decay" => p.section_decay = f,
+            "neighbour_share" => p.neighbour_share = f,
+            "bridge_share" => p.bridge_share = f,
+            "mass_exponent" => p.mass_exponent = f,
+            other => panic!("unknown parameter {other}"),
+        }
+    }
+    p
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus");
@@ -720,63 +731,50 @@ fn main() {
     let docs = load(&corpus, lang);
     let cmd = args.first().map(String::as_str).unwrap_or("eval");
     match cmd {
-        "eval" => print_eval(&docs, threshold, lang, Who::Shipped),
+        "eval" => print_eval(&docs, threshold, lang, if std::env::var("P").is_ok() { Who::Variant(params_from_env()) } else { Who::Shipped }),
         "oracle" => print_eval(&docs, threshold, lang, Who::Oracle),
         "table" => table(&load(&corpus, Lang::En), &load(&corpus, Lang::Ja), Who::Shipped),
         "check" => {
             check(&load(&corpus, Lang::En), Lang::En);
             check(&load(&corpus, Lang::Ja), Lang::Ja);
         }
-        "dump" => dump(&docs, args.get(1).map(String::as_str).unwrap_or(""), Params::SHIPPED),
-        "time" => time(&docs, Params::SHIPPED),
-        "ranks" => ranks(&docs, Params::SHIPPED),
-        "rankfeat" => {
-            let prepared = prepare(&docs, Lang::En);
-            let verbose = args.get(2).is_some();
-            let which: Vec<usize> = match args.get(1) {
-                Some(f) => f.split(',').map(|x| x.parse().unwrap()).collect(),
-                None => (0..offline::NF).collect(),
-            };
-            for f in which {
-                let r = ranking(&docs, &prepared, &|p: &Prepared| p.x.iter().map(|x| x[f]).collect(), verbose);
-                println!("{:<10} best-cut mean: 0 lost {} | <=1 {} | <=2 {}", offline::FEATURE_NAMES[f], pct(r[0]), pct(r[1]), pct(r[2]));
-            }
-        }
+        "dump" => dump(&docs, args.get(1).map(String::as_str).unwrap_or(""), params_from_env()),
+        "time" => time(&docs, params_from_env()),
+        "ranks" => ranks(&docs, params_from_env()),
         "secoracle" => {
             let prepared = prepare(&docs, Lang::En);
             let r = ranking(&docs, &prepared, &|p: &Prepared| {
-                (0..p.x.len()).map(|i| if (0..p.x.len()).any(|j| p.section[j] == p.section[i] && p.y[j] > 0) { 1.0 } else { 0.0 }).collect()
+                (0..p.y.len()).map(|i| if (0..p.y.len()).any(|j| p.section[j] == p.section[i] && p.y[j] > 0) { 1.0 } else { 0.0 }).collect()
             }, true);
             println!("section oracle: {}", pct(r[0]));
             let r = ranking(&docs, &prepared, &|p: &Prepared| {
-                (0..p.x.len()).map(|i| if p.y[i] > 0 { 1.0 } else { 0.0 }).collect()
+                (0..p.y.len()).map(|i| if p.y[i] > 0 { 1.0 } else { 0.0 }).collect()
             }, true);
             println!("paragraph oracle: {}", pct(r[0]));
         }
-        "hard" => {
-            let prepared = prepare(&docs, Lang::En);
-            for p in &prepared {
-                let mut idx: Vec<usize> = (0..p.x.len()).filter(|&i| p.y[i] > 0).collect();
-                idx.sort_by(|&a, &b| p.x[a][0].total_cmp(&p.x[b][0]));
-                let total: usize = p.chars.iter().sum();
-                println!("{} ({} paragraphs, {} needed)", p.doc.file, p.x.len(), idx.len());
-                for &i in idx.iter().take(5) {
-                    let above: usize = (0..p.x.len()).filter(|&j| p.y[j] == 0 && p.x[j][0] >= p.x[i][0]).map(|j| p.chars[j]).sum();
-                    let v: Vec<String> = p.x[i].iter().map(|v| format!("{v:.2}")).collect();
-                    println!("   p{i:<3} y{} legacy {:.2} | non-needed chars at or above {:>5.1}% | {}", p.y[i], p.x[i][0], 100.0 * above as f64 / total as f64, v.join(" "));
+        "grid" => {
+            let n: usize = args.get(1).map_or(300, |x| x.parse().unwrap());
+            let seed: u64 = args.get(2).map_or(1, |x| x.parse().unwrap());
+            let target: f64 = args.get(3).map_or(0.97, |x| x.parse().unwrap());
+            grid(&docs, random_configs(n, seed), target);
+        }
+        "localgrid" => {
+            // The shipped family around `P`: a full product of five knobs.
+            let base = params_from_env();
+            let target: f64 = args.get(1).map_or(0.97, |x| x.parse().unwrap());
+            let mut configs = Vec::new();
+            for gamma in [3.0, 4.0, 5.0] {
+                for mass_exponent in [0.5, 0.55, 0.6, 0.65] {
+                    for section_decay in [0.4, 0.5, 0.6] {
+                        for neighbour_share in [0.2, 0.3, 0.4] {
+                            for bridge_share in [0.5, 0.7, 0.9] {
+                                configs.push(Params { gamma, mass_exponent, section_decay, neighbour_share, bridge_share, ..base });
+                            }
+                        }
+                    }
                 }
             }
-        }
-        "cv" => {
-            let feats: Vec<usize> = args
-                .get(1)
-                .map(|f| f.split(',').map(|x| x.parse().expect("feature index")).collect())
-                .unwrap_or_else(|| (0..offline::NF).collect());
-            let lambda: f64 = args.get(2).map_or(0.01, |x| x.parse().unwrap());
-            let neg: f64 = args.get(3).map_or(1.0, |x| x.parse().unwrap());
-            let target: f64 = args.get(4).map_or(0.975, |x| x.parse().unwrap());
-            let (fr, fc, hr, hc) = cv(&docs, &feats, lambda, neg, target, true);
-            println!("fitted: mean {} recall {} | held-out: mean {} recall {}", pct(fr), pct(fc), pct(hr), pct(hc));
+            grid(&docs, configs, target);
         }
         other => {
             eprintln!("unknown command {other}");

@@ -52,18 +52,27 @@
 use std::collections::BTreeSet;
 
 /// BM25 term-frequency saturation.
-pub const K1: f64 = 1.2;
+pub const K1: f64 = 2.0;
 /// BM25 length normalisation.
-pub const B: f64 = 0.75;
+pub const B: f64 = 0.5;
+/// Each heading word above a paragraph counts this many times in its term
+/// frequencies and length (field weighting of headings).
+pub const HEADING_WEIGHT: f64 = 2.0;
 /// Exponent of the max-normalised score when the document has the request's
 /// vocabulary.
-pub const GAMMA: f64 = 2.0;
+pub const GAMMA: f64 = 4.0;
 /// Coverage at and above which the exponent is the full [`GAMMA`].
 pub const COVERAGE_REF: f64 = 0.9;
-/// A paragraph scores at least this share of its section's score.
-pub const SECTION_SHARE: f64 = 0.4;
-/// A paragraph scores at least this share of its neighbours' scores.
-pub const NEIGHBOUR_SHARE: f64 = 0.4;
+/// Inside a section, a paragraph scores at least this factor to the power
+/// of its distance times another paragraph's score.
+pub const SECTION_DECAY: f64 = 0.4;
+/// A paragraph scores at least this share of its better neighbour's score.
+pub const NEIGHBOUR_SHARE: f64 = 0.3;
+/// A paragraph scores at least this share of its weaker neighbour's score
+/// (so one paragraph between two kept ones is kept).
+pub const BRIDGE_SHARE: f64 = 0.5;
+/// Exponent of the relevance mass in the calibration.
+pub const MASS_EXPONENT: f64 = 0.6;
 
 /// English stop words and question words: frequent, carry no topic. Sorted
 /// (binary search).
@@ -82,29 +91,47 @@ pub const STOP_WORDS: &[&str] = &[
     "yours",
 ];
 
-/// The scorer's knobs; [`score`] uses [`Params::SHIPPED`]. The measurement
-/// test compares variants (ablation) with the same code.
-#[derive(Debug, Clone, Copy)]
+/// The scorer's knobs; [`score`] uses [`Params::SHIPPED`] (the constants
+/// above). Public so that the dev harness (`guest/examples/offline_eval.rs`)
+/// can measure variants through the same code.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
     /// Each sentence of the basis is also its own query (step 2).
     pub sentences: bool,
     /// Paragraph tokens include the headings above them (step 1).
     pub headings: bool,
+    /// A query term weighs its number of occurrences in the basis (step 2);
+    /// else 1.
+    pub query_counts: bool,
+    pub k1: f64,
+    pub b: f64,
+    pub heading_weight: f64,
     pub gamma: f64,
     /// 0 disables the coverage factor (`e = gamma`).
     pub coverage_ref: f64,
-    pub section_share: f64,
+    /// 0 disables the section context.
+    pub section_decay: f64,
     pub neighbour_share: f64,
+    pub bridge_share: f64,
+    /// 0 disables the calibration (the context scores are the scores).
+    pub mass_exponent: f64,
 }
 
 impl Params {
+    /// The shipped scorer.
     pub const SHIPPED: Params = Params {
         sentences: true,
         headings: true,
+        query_counts: true,
+        k1: K1,
+        b: B,
+        heading_weight: HEADING_WEIGHT,
         gamma: GAMMA,
         coverage_ref: COVERAGE_REF,
-        section_share: SECTION_SHARE,
+        section_decay: SECTION_DECAY,
         neighbour_share: NEIGHBOUR_SHARE,
+        bridge_share: BRIDGE_SHARE,
+        mass_exponent: MASS_EXPONENT,
     };
 }
 
@@ -242,53 +269,62 @@ fn sentences(basis: &str) -> Vec<&str> {
 type Doc = (Vec<String>, Vec<String>);
 
 /// BM25 contribution of each query term to each document: `[doc][term]`.
-/// `terms` is sorted and distinct.
-fn bm25_matrix(terms: &[String], docs: &[Doc]) -> Vec<Vec<f64>> {
+/// `terms` is sorted and distinct; heading tokens count `heading_weight`
+/// times. IDF over the documents: `ln(1 + (N − n + 0.5) / (n + 0.5))`.
+fn bm25_matrix(terms: &[String], docs: &[Doc], p: &Params) -> Vec<Vec<f64>> {
     let n = docs.len();
     let nt = terms.len();
-    let mut tf = vec![vec![0u32; nt]; n];
+    let mut tf = vec![vec![0f64; nt]; n];
     let mut df = vec![0u32; nt];
     let mut lens = vec![0.0f64; n];
     for (d, (own, ctx)) in docs.iter().enumerate() {
-        for t in own.iter().chain(ctx) {
+        for t in own {
             if let Ok(k) = terms.binary_search(t) {
-                tf[d][k] += 1;
+                tf[d][k] += 1.0;
+            }
+        }
+        for t in ctx {
+            if let Ok(k) = terms.binary_search(t) {
+                tf[d][k] += p.heading_weight;
             }
         }
         for k in 0..nt {
-            if tf[d][k] > 0 {
+            if tf[d][k] > 0.0 {
                 df[k] += 1;
             }
         }
-        lens[d] = (own.len() + ctx.len()) as f64;
+        lens[d] = own.len() as f64 + p.heading_weight * ctx.len() as f64;
     }
     let nf = n as f64;
     let avg = (lens.iter().sum::<f64>() / nf.max(1.0)).max(1.0);
+    let idf: Vec<f64> = df
+        .iter()
+        .map(|&d| (1.0 + (nf - d as f64 + 0.5) / (d as f64 + 0.5)).ln())
+        .collect();
     (0..n)
         .map(|d| {
             (0..nt)
                 .map(|k| {
-                    if tf[d][k] == 0 {
+                    let f = tf[d][k];
+                    if f == 0.0 {
                         return 0.0;
                     }
-                    let f = tf[d][k] as f64;
-                    let dk = df[k] as f64;
-                    let idf = (1.0 + (nf - dk + 0.5) / (dk + 0.5)).ln();
-                    idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * lens[d] / avg))
+                    idf[k] * f * (p.k1 + 1.0) / (f + p.k1 * (1.0 - p.b + p.b * lens[d] / avg))
                 })
                 .collect()
         })
         .collect()
 }
 
-/// For each query (term indices): each document's BM25 divided by the best
-/// document's; a document's result is its best query. In [0, 1].
-fn best_normalised(matrix: &[Vec<f64>], queries: &[Vec<usize>]) -> Vec<f64> {
+/// For each query (term index, weight): each document's weighted BM25
+/// divided by the best document's; a document's result is its best query.
+/// In [0, 1].
+fn best_normalised(matrix: &[Vec<f64>], queries: &[Vec<(usize, f64)>]) -> Vec<f64> {
     let mut out = vec![0.0_f64; matrix.len()];
     for q in queries {
         let raw: Vec<f64> = matrix
             .iter()
-            .map(|row| q.iter().map(|&k| row[k]).sum::<f64>())
+            .map(|row| q.iter().map(|&(k, w)| w * row[k]).sum::<f64>())
             .collect();
         let max = raw.iter().copied().fold(0.0_f64, f64::max);
         if !(max > 0.0 && max.is_finite()) {
@@ -297,6 +333,38 @@ fn best_normalised(matrix: &[Vec<f64>], queries: &[Vec<usize>]) -> Vec<f64> {
         for (o, r) in out.iter_mut().zip(&raw) {
             *o = o.max(r / max);
         }
+    }
+    out
+}
+
+/// Step 7: `1 − (Σ m_j over paragraphs scoring strictly more) / Σ m_j` with
+/// `m_j = s_j ^ exponent`; a paragraph scoring 0 stays 0. The best
+/// paragraph scores 1; a threshold `t` keeps the best paragraphs until they
+/// hold `1 − t` of the mass (ties together).
+fn calibrate(scores: &[f64], exponent: f64) -> Vec<f64> {
+    let mass: Vec<f64> = scores.iter().map(|s| s.max(0.0).powf(exponent)).collect();
+    let total: f64 = mass.iter().sum();
+    if !(total > 0.0 && total.is_finite()) {
+        return scores.to_vec();
+    }
+    let n = scores.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let mut out = vec![0.0; n];
+    let mut above = 0.0;
+    let mut k = 0;
+    while k < n {
+        let mut j = k;
+        while j < n && scores[order[j]] == scores[order[k]] {
+            j += 1;
+        }
+        for &i in &order[k..j] {
+            out[i] = if scores[i] > 0.0 { 1.0 - above / total } else { 0.0 };
+        }
+        for &i in &order[k..j] {
+            above += mass[i];
+        }
+        k = j;
     }
     out
 }
@@ -399,21 +467,34 @@ impl Outline {
 /// Scores with explicit knobs (see the module documentation for the steps).
 pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
     let n = paragraphs.len();
-    let terms: Vec<String> = tokens(basis)
-        .into_iter()
+    let basis_tokens = tokens(basis);
+    let terms: Vec<String> = basis_tokens
+        .iter()
+        .cloned()
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     if n == 0 || terms.is_empty() {
         return vec![0.0; n];
     }
-    // Step 2: the whole basis, then each sentence with terms of its own.
-    let mut queries: Vec<Vec<usize>> = vec![(0..terms.len()).collect()];
+    // Step 2: term weights (occurrences in the basis, or 1); the whole
+    // basis, then each sentence with terms of its own.
+    let mut weight = vec![if p.query_counts { 0.0 } else { 1.0 }; terms.len()];
+    if p.query_counts {
+        for t in &basis_tokens {
+            if let Ok(k) = terms.binary_search(t) {
+                weight[k] += 1.0;
+            }
+        }
+    }
+    let mut queries: Vec<Vec<(usize, f64)>> =
+        vec![(0..terms.len()).map(|k| (k, weight[k])).collect()];
     if p.sentences {
         for s in sentences(basis) {
             let set: BTreeSet<String> = tokens(s).into_iter().collect();
-            let q: Vec<usize> = (0..terms.len())
+            let q: Vec<(usize, f64)> = (0..terms.len())
                 .filter(|&k| set.contains(&terms[k]))
+                .map(|k| (k, weight[k]))
                 .collect();
             if !q.is_empty() && !queries.contains(&q) {
                 queries.push(q);
@@ -450,42 +531,47 @@ pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
     } else {
         p.gamma
     };
-    let shape = |s: f64| {
-        if s > 0.0 && s.is_finite() {
-            s.min(1.0).powf(e)
-        } else {
-            0.0
-        }
-    };
-
     // Steps 3–5 per paragraph.
-    let mut out: Vec<f64> = best_normalised(&bm25_matrix(&terms, &docs), &queries)
+    let own: Vec<f64> = best_normalised(&bm25_matrix(&terms, &docs, &p), &queries)
         .into_iter()
-        .map(shape)
-        .collect();
-    // Step 6: sections (own tokens of their paragraphs + the headings above);
-    // a document with a single section has no section context.
-    if p.section_share > 0.0 && sections > 0 {
-        let mut sdocs: Vec<Doc> = vec![(Vec::new(), Vec::new()); sections + 1];
-        for (i, d) in docs.iter().enumerate() {
-            if i == 0 || section[i] != section[i - 1] {
-                sdocs[section[i]].1 = d.1.clone();
+        .map(|s| {
+            if s > 0.0 && s.is_finite() {
+                s.min(1.0).powf(e)
+            } else {
+                0.0
             }
-            sdocs[section[i]].0.extend(d.0.iter().cloned());
-        }
-        let sec = best_normalised(&bm25_matrix(&terms, &sdocs), &queries);
+        })
+        .collect();
+    // Step 6: context. Inside a section (the whole document when it has no
+    // heading), the best of the others' scores decayed by distance.
+    let mut base = own.clone();
+    if p.section_decay > 0.0 {
         for i in 0..n {
-            out[i] = out[i].max(p.section_share * shape(sec[section[i]]));
+            let mut f = 1.0;
+            for j in (0..i).rev().take_while(|&j| section[j] == section[i]) {
+                f *= p.section_decay;
+                base[i] = base[i].max(f * own[j]);
+            }
+            let mut f = 1.0;
+            for j in (i + 1..n).take_while(|&j| section[j] == section[i]) {
+                f *= p.section_decay;
+                base[i] = base[i].max(f * own[j]);
+            }
         }
     }
-    // Step 6: neighbours.
-    if p.neighbour_share > 0.0 {
-        let base = out.clone();
-        for i in 0..n {
-            let prev = if i > 0 { base[i - 1] } else { 0.0 };
-            let next = if i + 1 < n { base[i + 1] } else { 0.0 };
-            out[i] = out[i].max(p.neighbour_share * prev.max(next));
-        }
+    // Then the neighbours, across sections: a share of the better one, and
+    // a larger share of the weaker one (a paragraph between two kept ones).
+    let mut out = base.clone();
+    for i in 0..n {
+        let prev = if i > 0 { base[i - 1] } else { 0.0 };
+        let next = if i + 1 < n { base[i + 1] } else { 0.0 };
+        out[i] = out[i]
+            .max(p.neighbour_share * prev.max(next))
+            .max(p.bridge_share * prev.min(next));
+    }
+    // Step 7: calibration by relevance mass.
+    if p.mass_exponent > 0.0 {
+        out = calibrate(&out, p.mass_exponent);
     }
     out.into_iter()
         .map(|s| {
@@ -498,85 +584,9 @@ pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
         .collect()
 }
 
-/// Scores in [0, 1] per paragraph, in order, against the basis.
-pub fn score(basis: &str, paragraphs: &[&str]) -> Vec<f64> {
-    score_with(basis, paragraphs, Params::SHIPPED)
-}
-
-
-/// Number of features per paragraph ([`features`]).
-pub const NF: usize = 14;
-/// The features' names, in order.
-pub const FEATURE_NAMES: [&str; NF] = [
-    "legacy", "rel", "cov_own", "cov_ctx", "cov_head", "sec_rel", "sec_cov", "nb_rel", "nb_cov", "rank", "code",
-    "loglen", "doc_cov", "sec_rank",
-];
-
-/// Share of `q`'s IDF mass whose terms occur (`present[k]`).
-fn coverage(q: &[usize], idf: &[f64], present: impl Fn(usize) -> bool) -> f64 {
-    let total: f64 = q.iter().map(|&k| idf[k]).sum();
-    if total <= 0.0 {
-        return 0.0;
-    }
-    q.iter().filter(|&&k| present(k)).map(|&k| idf[k]).sum::<f64>() / total
-}
-
-/// Share of the characters in items strictly better than each item.
-fn rank_share(values: &[f64], chars: &[usize]) -> Vec<f64> {
-    let total: f64 = chars.iter().sum::<usize>().max(1) as f64;
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]).then(a.cmp(&b)));
-    let mut out = vec![0.0; values.len()];
-    let mut above = 0usize;
-    let mut k = 0;
-    while k < order.len() {
-        let mut j = k;
-        while j < order.len() && values[order[j]] == values[order[k]] {
-            j += 1;
-        }
-        for &i in &order[k..j] {
-            out[i] = above as f64 / total;
-        }
-        for &i in &order[k..j] {
-            above += chars[i];
-        }
-        k = j;
-    }
-    out
-}
-
-fn fence_share(text: &str) -> f64 {
-    let mut fence: Option<(char, usize)> = None;
-    let (mut inside, mut lines) = (0usize, 0usize);
-    for line in text.lines() {
-        lines += 1;
-        let t = line.trim_start();
-        let first = t.chars().next().unwrap_or(' ');
-        if first == '`' || first == '~' {
-            let run = t.chars().take_while(|&c| c == first).count();
-            if run >= 3 {
-                inside += 1;
-                fence = match fence {
-                    None => Some((first, run)),
-                    Some((c, n)) if c == first && run >= n => None,
-                    f => f,
-                };
-                continue;
-            }
-        }
-        if fence.is_some() {
-            inside += 1;
-        }
-    }
-    if lines == 0 {
-        0.0
-    } else {
-        inside as f64 / lines as f64
-    }
-}
-
-/// The section number of each paragraph (a heading opens the next).
-pub fn sections_of(paragraphs: &[&str]) -> Vec<usize> {
+/// The section number of each paragraph, as step 1 counts them (a
+/// paragraph holding a heading opens the next section); for measurement.
+pub fn section_numbers(paragraphs: &[&str]) -> Vec<usize> {
     let mut outline = Outline::default();
     let mut sections = 0;
     paragraphs
@@ -591,124 +601,9 @@ pub fn sections_of(paragraphs: &[&str]) -> Vec<usize> {
         .collect()
 }
 
-/// Per paragraph, the [`NF`] features named in [`FEATURE_NAMES`].
-pub fn features(basis: &str, paragraphs: &[&str]) -> Vec<[f64; NF]> {
-    let n = paragraphs.len();
-    let terms: Vec<String> = tokens(basis).into_iter().collect::<BTreeSet<_>>().into_iter().collect();
-    if n == 0 || terms.is_empty() {
-        return vec![[0.0; NF]; n];
-    }
-    let nt = terms.len();
-    let legacy = score(basis, paragraphs);
-    let mut queries: Vec<Vec<usize>> = vec![(0..nt).collect()];
-    for s in sentences(basis) {
-        let set: BTreeSet<String> = tokens(s).into_iter().collect();
-        let q: Vec<usize> = (0..nt).filter(|&k| set.contains(&terms[k])).collect();
-        if !q.is_empty() && !queries.contains(&q) {
-            queries.push(q);
-        }
-    }
-    let mut outline = Outline::default();
-    let mut section = vec![0usize; n];
-    let mut docs: Vec<Doc> = Vec::with_capacity(n);
-    let mut head: Vec<Vec<bool>> = Vec::with_capacity(n);
-    let mut sections = 0usize;
-    for (i, t) in paragraphs.iter().enumerate() {
-        if outline.read(t) && i > 0 {
-            sections += 1;
-        }
-        section[i] = sections;
-        let ctx = outline.context_tokens();
-        let mut h = vec![false; nt];
-        for t in outline.path.iter().flat_map(|(_, t, _)| tokens(t)) {
-            if let Ok(k) = terms.binary_search(&t) {
-                h[k] = true;
-            }
-        }
-        head.push(h);
-        docs.push((tokens(t), ctx));
-    }
-    let chars: Vec<usize> = paragraphs.iter().map(|p| p.chars().count()).collect();
-    // Presence and document frequency (own tokens + heading context).
-    let mut own = vec![vec![false; nt]; n];
-    let mut ctx = vec![vec![false; nt]; n];
-    let mut df = vec![0usize; nt];
-    for (i, (o, c)) in docs.iter().enumerate() {
-        for t in o {
-            if let Ok(k) = terms.binary_search(t) {
-                own[i][k] = true;
-            }
-        }
-        for t in c {
-            if let Ok(k) = terms.binary_search(t) {
-                ctx[i][k] = true;
-            }
-        }
-        for k in 0..nt {
-            if own[i][k] || ctx[i][k] {
-                df[k] += 1;
-            }
-        }
-    }
-    let nf = n as f64;
-    let idf: Vec<f64> = df.iter().map(|&d| (1.0 + (nf - d as f64 + 0.5) / (d as f64 + 0.5)).ln()).collect();
-    let best = |f: &dyn Fn(&[usize]) -> f64| queries.iter().map(|q| f(q)).fold(0.0_f64, f64::max);
-    let rel = best_normalised(&bm25_matrix(&terms, &docs), &queries);
-    let cov_own: Vec<f64> = (0..n).map(|i| best(&|q| coverage(q, &idf, |k| own[i][k]))).collect();
-    let cov_ctx: Vec<f64> = (0..n).map(|i| best(&|q| coverage(q, &idf, |k| own[i][k] || ctx[i][k]))).collect();
-    let cov_head: Vec<f64> = (0..n).map(|i| best(&|q| coverage(q, &idf, |k| head[i][k]))).collect();
-    // Sections.
-    let ns = sections + 1;
-    let mut sdocs: Vec<Doc> = vec![(Vec::new(), Vec::new()); ns];
-    let mut schars = vec![0usize; ns];
-    let mut spresent = vec![vec![false; nt]; ns];
-    for (i, d) in docs.iter().enumerate() {
-        let s = section[i];
-        if i == 0 || section[i] != section[i - 1] {
-            sdocs[s].1 = d.1.clone();
-        }
-        sdocs[s].0.extend(d.0.iter().cloned());
-        schars[s] += chars[i];
-        for k in 0..nt {
-            spresent[s][k] |= own[i][k] || ctx[i][k];
-        }
-    }
-    let srel = if ns > 1 { best_normalised(&bm25_matrix(&terms, &sdocs), &queries) } else { vec![0.0; ns] };
-    let scov: Vec<f64> = (0..ns).map(|s| best(&|q| coverage(q, &idf, |k| spresent[s][k]))).collect();
-    let srank = rank_share(&srel, &schars);
-    let rank = rank_share(&rel, &chars);
-    let mut seen = vec![false; nt];
-    for i in 0..n {
-        for k in 0..nt {
-            seen[k] |= own[i][k];
-        }
-    }
-    let doc_cov = seen.iter().filter(|s| **s).count() as f64 / nt as f64;
-    (0..n)
-        .map(|i| {
-            let nb = |v: &[f64]| {
-                let p = if i > 0 { v[i - 1] } else { 0.0 };
-                let x = if i + 1 < n { v[i + 1] } else { 0.0 };
-                p.max(x)
-            };
-            [
-                legacy[i],
-                rel[i],
-                cov_own[i],
-                cov_ctx[i],
-                cov_head[i],
-                srel[section[i]],
-                scov[section[i]],
-                nb(&rel),
-                nb(&cov_ctx),
-                rank[i],
-                fence_share(paragraphs[i]),
-                (chars[i].max(1) as f64).ln() / 6000f64.ln(),
-                doc_cov,
-                srank[section[i]],
-            ]
-        })
-        .collect()
+/// Scores in [0, 1] per paragraph, in order, against the basis.
+pub fn score(basis: &str, paragraphs: &[&str]) -> Vec<f64> {
+    score_with(basis, paragraphs, Params::SHIPPED)
 }
 
 #[cfg(test)]
@@ -842,20 +737,28 @@ mod tests {
     }
 
     #[test]
-    fn a_paragraph_that_matches_nothing_scores_zero() {
+    fn a_paragraph_that_matches_nothing_away_from_a_match_scores_zero() {
         let s = score(
             "Last-Event-ID resume",
             &[
-                "Navigation: home, about, contact.",
-                "Sponsors and partners.",
-                "Resume with the Last-Event-ID header.",
-                "Footer text.",
-                "More footer.",
+                "# Navigation\n\nhome, about, contact.",
+                "# Sponsors\n\nand partners.",
+                "# Resuming\n\nResume with the Last-Event-ID header.",
+                "# Footer\n\ntext.",
+                "# Colophon\n\nMore footer.",
             ],
         );
         assert_eq!(s[0], 0.0);
         assert_eq!(s[4], 0.0);
         assert_eq!(s[2], 1.0);
+        // Without headings the document is one section: relevance decays
+        // with the distance to the match.
+        let flat = score(
+            "Last-Event-ID resume",
+            &["home, about, contact.", "Sponsors and partners.", "Resume with the Last-Event-ID header.", "Footer text.", "More footer."],
+        );
+        assert_eq!(flat[2], 1.0);
+        assert!(flat[1] > flat[0] && flat[3] > flat[4] && flat[0] > 0.0, "{flat:?}");
     }
 
     #[test]
@@ -938,50 +841,94 @@ mod tests {
     #[test]
     fn a_document_without_the_requests_vocabulary_is_scored_leniently() {
         let paras = [
-            "omega omega omega omega",
-            "lambda",
-            "alpha omega beta gamma delta epsilon zeta eta theta iota kappa",
-            "mu",
-            "nu",
+            "# Alef\n\nomega omega omega omega",
+            "# Bet\n\nlambda",
+            "# Gimel\n\nalpha omega beta gamma delta epsilon zeta eta theta iota kappa",
+            "# Dalet\n\nmu",
+            "# Vav\n\nnu",
         ];
         // Every basis term is in the document: full exponent.
-        let full = score("omega", &paras);
+        let full = raw("omega", &paras, true);
         // One basis term of ten is: the exponent falls, partial scores rise.
-        let sparse = score("omega one two three four five six seven eight nine", &paras);
+        let sparse = raw("omega one two three four five six seven eight nine", &paras, true);
         assert_eq!(full[0], 1.0);
         assert_eq!(sparse[0], 1.0);
         assert!(full[2] > 0.0 && sparse[2] > full[2], "{full:?} {sparse:?}");
         // Matching nothing still scores 0, away from a match.
         assert_eq!(full[4], 0.0);
         assert_eq!(sparse[4], 0.0);
+        // Calibrated, the sparse request keeps at least what the full one keeps.
+        let t = crate::limits::DEFAULT_THRESHOLD;
+        let kept = |s: &[f64]| s.iter().filter(|v| **v >= t).count();
+        assert!(kept(&score("omega one two three four five six seven eight nine", &paras)) >= kept(&score("omega", &paras)));
+    }
+
+    /// The context scores before calibration (steps 1–6).
+    fn raw(basis: &str, paras: &[&str], headings: bool) -> Vec<f64> {
+        score_with(basis, paras, Params { mass_exponent: 0.0, headings, ..Params::SHIPPED })
     }
 
     #[test]
-    fn neighbours_of_a_relevant_paragraph_keep_part_of_its_score() {
-        let s = score("omega", &["alpha", "beta", "omega", "gamma", "delta"]);
-        assert_eq!(s, [0.0, NEIGHBOUR_SHARE, 1.0, NEIGHBOUR_SHARE, 0.0]);
+    fn neighbours_across_sections_keep_a_share_of_the_better_one() {
+        let s = raw("omega", &["# Intro\n\nalpha", "# Main\n\nomega", "# Other\n\ngamma", "delta"], true);
+        assert_eq!(s, [NEIGHBOUR_SHARE, 1.0, NEIGHBOUR_SHARE, 0.0]);
     }
 
     #[test]
-    fn paragraphs_under_a_matching_heading_keep_part_of_its_score() {
+    fn a_paragraph_between_two_relevant_ones_keeps_the_bridge_share() {
+        let s = raw("omega", &["# One\n\nomega", "# Two\n\nbeta", "# Three\n\nomega"], true);
+        assert_eq!(s, [1.0, BRIDGE_SHARE, 1.0]);
+    }
+
+    #[test]
+    fn inside_a_section_relevance_decays_with_distance_and_stops_at_the_next_heading() {
         let paras = [
-            "# Install\n\nRun the installer.",
-            "It takes a minute.",
-            "Then restart the shell.",
             "# Security implications\n\nPlugins run code.",
             "Mirrors can be compromised.",
             "Pin hashes.",
             "# License\n\nMIT.",
             "Copyright the authors.",
         ];
+        // Without heading words in the paragraphs' tokens, only the section
+        // context reaches paragraphs 1 and 2.
+        let s = raw("What are the security implications?", &paras, false);
+        let d2 = SECTION_DECAY * SECTION_DECAY;
+        assert_eq!(s, [1.0, SECTION_DECAY, d2, NEIGHBOUR_SHARE * d2, 0.0]);
+        // With them (the shipped scorer), paragraphs 1 and 2 match through
+        // the heading above them, and the next section does not inherit it.
         let s = score("What are the security implications?", &paras);
-        // Paragraph 5 shares no word with the basis but sits in the section.
-        assert!(s[5] >= SECTION_SHARE, "{s:?}");
-        assert!(s[1] < crate::limits::DEFAULT_THRESHOLD, "{s:?}");
-        // The next section does not inherit the heading: paragraph 6 is kept
-        // only as the neighbour of paragraph 5, paragraph 7 not at all.
-        assert_eq!(s[6], NEIGHBOUR_SHARE * s[5], "{s:?}");
-        assert!(s[7] < crate::limits::DEFAULT_THRESHOLD, "{s:?}");
+        assert!(s[1] >= crate::limits::DEFAULT_THRESHOLD && s[2] >= crate::limits::DEFAULT_THRESHOLD, "{s:?}");
+        assert!(s[3] < crate::limits::DEFAULT_THRESHOLD && s[4] < crate::limits::DEFAULT_THRESHOLD, "{s:?}");
+    }
+
+    #[test]
+    fn calibration_scores_one_minus_the_mass_of_better_paragraphs() {
+        let c = calibrate(&[1.0, 0.5, 0.5, 0.0, 0.25], 1.0);
+        let total = 2.25;
+        assert_eq!(c, [1.0, 1.0 - 1.0 / total, 1.0 - 1.0 / total, 0.0, 1.0 - 2.0 / total]);
+        // The exponent flattens the mass: more paragraphs share the top.
+        let flat = calibrate(&[1.0, 0.5, 0.25], 0.5);
+        let m = [1.0, 0.5f64.sqrt(), 0.5];
+        let total: f64 = m.iter().sum();
+        assert_eq!(flat, [1.0, 1.0 - 1.0 / total, 1.0 - (1.0 + m[1]) / total]);
+        // Nothing to calibrate: unchanged.
+        assert_eq!(calibrate(&[0.0, 0.0], 0.6), [0.0, 0.0]);
+        assert!(calibrate(&[], 0.6).is_empty());
+    }
+
+    #[test]
+    fn a_threshold_keeps_the_best_paragraphs_until_they_hold_its_complement_of_the_mass() {
+        let scores = [0.9, 0.05, 0.6, 0.3, 0.1, 0.0, 0.45];
+        for t in crate::limits::THRESHOLDS {
+            let c = calibrate(&scores, MASS_EXPONENT);
+            let mass: Vec<f64> = scores.iter().map(|s: &f64| s.powf(MASS_EXPONENT)).collect();
+            let total: f64 = mass.iter().sum();
+            for i in 0..scores.len() {
+                let above: f64 = (0..scores.len()).filter(|&j| scores[j] > scores[i]).map(|j| mass[j]).sum();
+                let kept = c[i] >= t;
+                assert_eq!(kept, scores[i] > 0.0 && above / total <= 1.0 - t, "t={t} i={i}: {c:?}");
+            }
+        }
     }
 
     mod prop {
