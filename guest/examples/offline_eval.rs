@@ -7,14 +7,26 @@
 //! the body (or in one of its decoded JSON strings).
 //!
 //! ```sh
-//! cargo run --release -p toolprune-guest --example offline_eval -- [--corpus DIR] eval [--threshold T] [--lang en|ja]
-//! cargo run --release -p toolprune-guest --example offline_eval -- table      # every threshold, ja, oracle
-//! cargo run --release -p toolprune-guest --example offline_eval -- check      # variant path == shipped path
-//! cargo run --release -p toolprune-guest --example offline_eval -- dump DOC   # per-paragraph scores
-//! cargo run --release -p toolprune-guest --example offline_eval -- time       # native scoring time per document
-//! cargo run --release -p toolprune-guest --example offline_eval -- ablate     # one knob at a time
-//! cargo run --release -p toolprune-guest --example offline_eval -- cv         # grid + leave-one-document-out
+//! E="cargo run --release -q -p toolprune-guest --example offline_eval --"
+//! $E eval [--threshold T] [--lang en|ja]  # per document, with the oracle (`P=k=v,… $E eval`: a variant)
+//! $E oracle                               # the oracle alone, per document
+//! $E table                                # every threshold and --lang ja, as the README's table
+//! $E check                                # the variant path with Params::SHIPPED gives the shipped bodies
+//! $E dump DOC                             # per-paragraph scores of the documents whose name holds DOC
+//! $E time                                 # native scoring time per document (best of 20)
+//! $E ranks                                # ranking power: the best per-document cut, ≤ 0/1/2 lost, ≤ 5 in all
+//! $E secoracle                            # keeping whole sections that hold a needed snippet
+//! $E grid [N] [SEED] [TARGET]             # N random configurations, fitted and leave-one-document-out
+//! $E localgrid [TARGET]                   # the product of five knobs around `P`, the same report
 //! ```
+//!
+//! `P` (environment) changes [`Params::SHIPPED`]: `P=gamma=3,mass_exponent=0 $E eval`.
+//! The searches keep, among the configurations whose recall over all
+//! documents is at least TARGET (default 0.97; snippets of documents that
+//! are not scored count as found), the one with the best mean net reduction;
+//! "leave-one-document-out" repeats that choice without each document (the
+//! RFC's CRLF and LF copies are one group) and scores the document with the
+//! configuration chosen without it.
 //!
 //! Variants are scored by `offline::score_with` with other [`Params`] and
 //! answered to the same `Job` as a host scorer would (`check` proves that path
@@ -582,7 +594,8 @@ fn grid_table(prepared: &[Prepared], configs: &[Params]) -> Vec<Vec<(f64, usize)
 
 /// Chooses the configuration with the best mean reduction at recall ≥
 /// `target` over the documents `mask` selects (documents not prepared count
-/// 0 reduction and all snippets found: `extra_docs`, `extra_needed`).
+/// 0 reduction and all snippets found: `extra_docs`, `extra_needed`); when
+/// none reaches the target, the one with the best recall.
 fn choose(table: &[Vec<(f64, usize)>], needed: &[usize], mask: &[bool], extra_docs: usize, extra_needed: usize, target: f64) -> Option<usize> {
     let n_docs = mask.iter().filter(|m| **m).count() + extra_docs;
     let n_needed: usize = needed.iter().zip(mask).filter(|(_, m)| **m).map(|(n, _)| n).sum::<usize>() + extra_needed;

@@ -37,8 +37,8 @@
 //!    vocabulary is missing (a Japanese request on an English page), `e`
 //!    falls toward 0 and every matching paragraph rises toward 1: what it
 //!    cannot see, it does not rank.
-//! 6. Context, in two passes. Inside its section (the whole document when it
-//!    has no heading), `base_i = max over j of own_j · SECTION_DECAY^|i−j|`
+//! 6. Context, in two passes. Inside its section (none when the document
+//!    has no heading: a log, a JSON array's elements), `base_i = max over j of own_j · SECTION_DECAY^|i−j|`
 //!    ([`SECTION_DECAY`] = 0.4; `j = i` gives `own_i`): the code block and
 //!    the sentences after a relevant one, fading with distance, never
 //!    across a heading. Then, across sections, `ctx_i = max(base_i,
@@ -556,43 +556,18 @@ pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
         p.gamma
     };
     // Steps 3–5 per paragraph.
+    let shape = |s: f64| {
+        if s > 0.0 && s.is_finite() {
+            s.min(1.0).powf(e)
+        } else {
+            0.0
+        }
+    };
     let own: Vec<f64> = best_normalised(&bm25_matrix(&terms, &docs, &p), &queries)
         .into_iter()
-        .map(|s| {
-            if s > 0.0 && s.is_finite() {
-                s.min(1.0).powf(e)
-            } else {
-                0.0
-            }
-        })
+        .map(shape)
         .collect();
-    // Step 6: context. Inside a section (the whole document when it has no
-    // heading), the best of the others' scores decayed by distance.
-    let mut base = own.clone();
-    if p.section_decay > 0.0 {
-        for i in 0..n {
-            let mut f = 1.0;
-            for j in (0..i).rev().take_while(|&j| section[j] == section[i]) {
-                f *= p.section_decay;
-                base[i] = base[i].max(f * own[j]);
-            }
-            let mut f = 1.0;
-            for j in (i + 1..n).take_while(|&j| section[j] == section[i]) {
-                f *= p.section_decay;
-                base[i] = base[i].max(f * own[j]);
-            }
-        }
-    }
-    // Then the neighbours, across sections: a share of the better one, and
-    // a larger share of the weaker one (a paragraph between two kept ones).
-    let mut out = base.clone();
-    for i in 0..n {
-        let prev = if i > 0 { base[i - 1] } else { 0.0 };
-        let next = if i + 1 < n { base[i + 1] } else { 0.0 };
-        out[i] = out[i]
-            .max(p.neighbour_share * prev.max(next))
-            .max(p.bridge_share * prev.min(next));
-    }
+    let mut out = context(&own, &section, &p);
     // Step 7: calibration by relevance mass.
     if p.mass_exponent > 0.0 {
         out = calibrate(&out, p.mass_exponent);
@@ -606,6 +581,44 @@ pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
             }
         })
         .collect()
+}
+
+/// Step 6: context. Inside a section (none when the document has no
+/// heading), the best of the others' scores decayed by distance; then the
+/// neighbours, across sections: a share of the better one, and a larger
+/// share of the weaker one (a paragraph between two kept ones).
+fn context(own: &[f64], section: &[usize], p: &Params) -> Vec<f64> {
+    let n = own.len();
+    let mut base = own.to_vec();
+    if p.section_decay > 0.0 && section.last().is_some_and(|&s| s > 0) {
+        for i in 0..n {
+            let mut f = 1.0;
+            for j in (0..i).rev().take_while(|&j| section[j] == section[i]) {
+                f *= p.section_decay;
+                if f <= base[i] {
+                    break; // own ≤ 1: no farther paragraph can do better
+                }
+                base[i] = base[i].max(f * own[j]);
+            }
+            let mut f = 1.0;
+            for j in (i + 1..n).take_while(|&j| section[j] == section[i]) {
+                f *= p.section_decay;
+                if f <= base[i] {
+                    break;
+                }
+                base[i] = base[i].max(f * own[j]);
+            }
+        }
+    }
+    let mut out = base.clone();
+    for i in 0..n {
+        let prev = if i > 0 { base[i - 1] } else { 0.0 };
+        let next = if i + 1 < n { base[i + 1] } else { 0.0 };
+        out[i] = out[i]
+            .max(p.neighbour_share * prev.max(next))
+            .max(p.bridge_share * prev.min(next));
+    }
+    out
 }
 
 /// The section number of each paragraph, as step 1 counts them (a
@@ -775,14 +788,15 @@ mod tests {
         assert_eq!(s[0], 0.0);
         assert_eq!(s[4], 0.0);
         assert_eq!(s[2], 1.0);
-        // Without headings the document is one section: relevance decays
-        // with the distance to the match.
+        // Without headings there is no section context (a log, a JSON
+        // array's elements): only the neighbours of the match score.
         let flat = score(
             "Last-Event-ID resume",
             &["home, about, contact.", "Sponsors and partners.", "Resume with the Last-Event-ID header.", "Footer text.", "More footer."],
         );
         assert_eq!(flat[2], 1.0);
-        assert!(flat[1] > flat[0] && flat[3] > flat[4] && flat[0] > 0.0, "{flat:?}");
+        assert_eq!((flat[0], flat[4]), (0.0, 0.0), "{flat:?}");
+        assert!(flat[1] > 0.0 && flat[3] > 0.0, "{flat:?}");
     }
 
     #[test]
