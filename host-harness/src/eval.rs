@@ -25,6 +25,13 @@
 //! [`LabelScore`], [`totals`]); [`run`] does the pruning and [`render_table`]
 //! the people-readable form.
 //!
+//! **Oracle** (labelled documents): the same document through the same path
+//! with [`OracleScorer`], which answers 1.0 for a paragraph holding a needed
+//! snippet and 0.0 for every other — so the body keeps exactly those
+//! paragraphs, with the same splitting, markers counted and the 25 % floor
+//! applied. Its net reduction is printed beside the scorer's, per document
+//! and in total: the distance between a scorer and what it could save.
+//!
 //! The eval is a tool, not the host's hot path: it searches the bodies for
 //! snippets, but every count of characters comes from the guest's report.
 
@@ -36,7 +43,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::types::{outcome_name, Lang, Outcome};
+use crate::types::{outcome_name, BatchAnswer, Lang, Outcome, ScoringRequest, ScoringResponse};
 use crate::{OfflineScorer, Pruner, Scorer, StubScorer, ToolResult, Turn, TurnOptions};
 
 // ---------------------------------------------------------------- inputs --
@@ -254,6 +261,61 @@ pub fn score_labels(body: &str, labels: &Labels) -> LabelScore {
     score
 }
 
+/// The oracle: a scorer that knows the labels. A chunk holding a needed
+/// snippet (in its text or, as [`Haystack`], in one of its decoded JSON
+/// strings) scores 1.0, every other chunk 0.0: at any threshold the guest
+/// keeps exactly the paragraphs that hold a needed snippet. `name()` is
+/// `"oracle"`; never fails, makes no network call.
+#[derive(Clone, Debug)]
+pub struct OracleScorer {
+    needed: Vec<String>,
+}
+
+impl OracleScorer {
+    /// The oracle for one file's labels.
+    pub fn new(labels: &Labels) -> Self {
+        OracleScorer {
+            needed: labels.needed.iter().map(|n| n.snippet.clone()).collect(),
+        }
+    }
+
+    /// 1.0 when `chunk` holds a needed snippet, else 0.0.
+    pub fn score_chunk(&self, chunk: &str) -> f64 {
+        let hay = Haystack::new(chunk);
+        if self.needed.iter().any(|s| hay.contains(s)) {
+            1.0
+        } else {
+            0.0
+        }
+    }
+}
+
+impl Scorer for OracleScorer {
+    fn name(&self) -> &str {
+        "oracle"
+    }
+
+    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
+        let answers = request
+            .batches
+            .iter()
+            .map(|batch| {
+                BatchAnswer::Scores(
+                    batch
+                        .chunks
+                        .iter()
+                        .map(|chunk| Some(self.score_chunk(chunk)))
+                        .collect(),
+                )
+            })
+            .collect();
+        ScoringResponse {
+            answers: Ok(answers),
+            elapsed_ms: 0,
+        }
+    }
+}
+
 /// SPEC §7: the net reduction the model sees — the guest's ratio when the
 /// outcome is `ok`, else 0 (the raw text went through).
 pub fn net_reduction(outcome: Outcome, ratio: Option<f64>) -> f64 {
@@ -290,6 +352,34 @@ pub struct DocResult {
     pub threshold: Option<f64>,
     /// Recall and distractors; none when the file has no labels.
     pub labels: Option<LabelScore>,
+    /// The same document pruned by [`OracleScorer`]; none without labels.
+    pub oracle: Option<OracleResult>,
+}
+
+/// One document pruned by the oracle (the paragraphs holding a needed
+/// snippet kept, the others dropped), counted like the scorer's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OracleResult {
+    /// SPEC §7 name: `ok`, or e.g. `below_floor` when even the oracle saves
+    /// less than 25 %, `nothing_dropped` when every paragraph is needed.
+    pub outcome: &'static str,
+    /// Net reduction: the guest's ratio when `ok`, else 0.
+    pub reduction: f64,
+    /// Net characters saved when `ok`, else 0.
+    pub saved_chars: u64,
+}
+
+/// The oracle's totals over the labelled documents.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OracleTotals {
+    /// Labelled documents (the oracle ran on each).
+    pub documents: usize,
+    /// Documents whose oracle outcome was `ok`.
+    pub ok: usize,
+    /// Mean of the oracle's per-document net reductions.
+    pub mean_reduction: f64,
+    /// Σ oracle-saved characters / Σ raw characters of those documents.
+    pub weighted_reduction: f64,
 }
 
 /// A manifest entry that was not evaluated, and why (`missing file`,
@@ -316,6 +406,8 @@ pub struct Totals {
     pub labelled: usize,
     /// Every labelled document's snippets pooled.
     pub labels: LabelScore,
+    /// The oracle over the labelled documents; none when there are none.
+    pub oracle: Option<OracleTotals>,
 }
 
 /// Totals of `docs` (pure arithmetic).
@@ -325,7 +417,16 @@ pub fn totals(docs: &[DocResult]) -> Totals {
         ..Totals::default()
     };
     let mut sum = 0.0;
+    let mut oracle = OracleTotals::default();
+    let (mut oracle_sum, mut oracle_raw, mut oracle_saved) = (0.0, 0u64, 0u64);
     for doc in docs {
+        if let Some(o) = &doc.oracle {
+            oracle.documents += 1;
+            oracle.ok += usize::from(o.outcome == "ok");
+            oracle_sum += o.reduction;
+            oracle_raw += doc.raw_chars;
+            oracle_saved += o.saved_chars;
+        }
         sum += doc.reduction;
         t.raw_chars += doc.raw_chars;
         t.saved_chars += doc.saved_chars;
@@ -340,6 +441,13 @@ pub fn totals(docs: &[DocResult]) -> Totals {
     }
     if t.raw_chars > 0 {
         t.weighted_reduction = t.saved_chars as f64 / t.raw_chars as f64;
+    }
+    if oracle.documents > 0 {
+        oracle.mean_reduction = oracle_sum / oracle.documents as f64;
+        if oracle_raw > 0 {
+            oracle.weighted_reduction = oracle_saved as f64 / oracle_raw as f64;
+        }
+        t.oracle = Some(oracle);
     }
     t
 }
@@ -464,14 +572,31 @@ fn prune_one(
     text: String,
     labels: &BTreeMap<String, Labels>,
 ) -> DocResult {
-    let mut turn_options = TurnOptions::new(request);
-    turn_options.threshold = options.threshold;
-    turn_options.lang = options.lang;
-    turn_options.agent = "eval".to_string();
-    turn_options.enabled = true;
-    let mut turn = Turn::new(pruner, scorer.clone(), turn_options).with_log(Arc::new(|_: &str| {}));
+    let turn = |scorer: Arc<dyn Scorer>, text: String| {
+        let mut turn_options = TurnOptions::new(request.clone());
+        turn_options.threshold = options.threshold;
+        turn_options.lang = options.lang;
+        turn_options.agent = "eval".to_string();
+        turn_options.enabled = true;
+        let mut turn = Turn::new(pruner, scorer, turn_options).with_log(Arc::new(|_: &str| {}));
+        turn.on_tool_result(ToolResult::prunable("eval", text))
+    };
+    let labels = labels_for(labels, entry);
+    let oracle = labels.map(|l| {
+        let pruned = turn(Arc::new(OracleScorer::new(l)), text.clone());
+        let ok = pruned.outcome == Outcome::Ok;
+        let counts = pruned.report.as_ref().map(|r| &r.counts);
+        OracleResult {
+            outcome: outcome_name(pruned.outcome),
+            reduction: net_reduction(pruned.outcome, pruned.report.as_ref().and_then(|r| r.ratio)),
+            saved_chars: match counts {
+                Some(c) if ok => u64::from(c.raw_chars).saturating_sub(u64::from(c.kept_chars)),
+                _ => 0,
+            },
+        }
+    });
     let start = Instant::now();
-    let pruned = turn.on_tool_result(ToolResult::prunable("eval", text));
+    let pruned = turn(scorer.clone(), text);
     let wall_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     let ok = pruned.outcome == Outcome::Ok;
     let report = pruned.report.as_ref();
@@ -494,7 +619,8 @@ fn prune_one(
         ms: counts.map_or(0, |c| c.ms),
         wall_ms,
         threshold: report.map(|r| r.threshold),
-        labels: labels_for(labels, entry).map(|l| score_labels(&pruned.body, l)),
+        labels: labels.map(|l| score_labels(&pruned.body, l)),
+        oracle,
     }
 }
 
@@ -518,6 +644,7 @@ pub fn render_table(report: &Report) -> String {
         "file".to_string(),
         "outcome".to_string(),
         "net".to_string(),
+        "oracle".to_string(),
         "dropped".to_string(),
         "calls".to_string(),
         "ms".to_string(),
@@ -532,6 +659,7 @@ pub fn render_table(report: &Report) -> String {
             doc.file.clone(),
             doc.outcome.to_string(),
             percent(Some(doc.reduction)),
+            percent(doc.oracle.as_ref().map(|o| o.reduction)),
             doc.dropped
                 .map_or_else(|| "-".to_string(), |d| format!("{d}/{}", doc.paragraphs)),
             doc.calls.to_string(),
@@ -600,6 +728,14 @@ pub fn render_table(report: &Report) -> String {
         t.saved_chars,
         t.raw_chars
     ));
+    if let Some(o) = &t.oracle {
+        out.push_str(&format!(
+            "  oracle mean {} char-weighted {} ({} ok)",
+            percent(Some(o.mean_reduction)),
+            percent(Some(o.weighted_reduction)),
+            o.ok
+        ));
+    }
     if t.labelled > 0 {
         let per_topic: Vec<String> = t
             .labels
@@ -729,6 +865,7 @@ mod tests {
             wall_ms: 0,
             threshold: Some(0.2),
             labels: l,
+            oracle: None,
         }
     }
 
@@ -797,6 +934,62 @@ mod tests {
         assert_eq!(t.labels.distractors_removed, Tally { count: 2, total: 3 });
         assert_eq!(t.labels.missed, ["x"]);
         assert_eq!(totals(&[]), Totals::default());
+    }
+
+    #[test]
+    fn the_oracle_scores_one_exactly_for_chunks_holding_a_needed_snippet() {
+        let oracle = OracleScorer::new(&labels(&[("resume the \"stream\"", "1"), ("version", "2")], &["noise"]));
+        assert_eq!(oracle.score_chunk("How to resume the \"stream\" here."), 1.0);
+        // Escaped in a JSON chunk (an array element): found decoded.
+        assert_eq!(oracle.score_chunk(r#"{"body": "resume the \"stream\""}"#), 1.0);
+        assert_eq!(oracle.score_chunk("the version header"), 1.0);
+        assert_eq!(oracle.score_chunk("noise only, resume the stream"), 0.0);
+        let request = ScoringRequest {
+            basis: "b".into(),
+            batches: vec![crate::types::Batch {
+                paragraphs: vec![0, 1],
+                chunks: vec!["no".into(), "a version".into()],
+                jev_body: String::new(),
+            }],
+            policy: crate::types::TransportPolicy {
+                max_in_flight: 1,
+                deadline_ms: 1,
+                retry_on: vec![],
+                max_retries: 0,
+                retry_backoff_ms: 0,
+            },
+        };
+        let response = oracle.score(&request);
+        match response.answers {
+            Ok(answers) => match answers.as_slice() {
+                [BatchAnswer::Scores(scores)] => assert_eq!(scores, &[Some(0.0), Some(1.0)]),
+                _ => panic!("one batch of scores expected"),
+            },
+            Err(_) => panic!("the oracle never stops"),
+        }
+        assert_eq!(oracle.name(), "oracle");
+    }
+
+    #[test]
+    fn oracle_totals_pool_the_labelled_documents_only() {
+        let oracle = |reduction: f64, saved: u64| {
+            Some(OracleResult {
+                outcome: if reduction > 0.0 { "ok" } else { "below_floor" },
+                reduction,
+                saved_chars: saved,
+            })
+        };
+        let mut a = doc("ok", 0.3, 1000, 300, Some(LabelScore::default()));
+        a.oracle = oracle(0.8, 800);
+        let mut b = doc("below_floor", 0.0, 3000, 0, Some(LabelScore::default()));
+        b.oracle = oracle(0.0, 0);
+        let c = doc("ok", 0.5, 4000, 2000, None);
+        let t = totals(&[a, b, c]);
+        let o = t.oracle.expect("oracle totals");
+        assert_eq!((o.documents, o.ok), (2, 1));
+        assert_eq!(o.mean_reduction, 0.4);
+        assert_eq!(o.weighted_reduction, 800.0 / 4000.0);
+        assert_eq!(totals(&[doc("ok", 0.5, 10, 5, None)]).oracle, None);
     }
 
     #[test]

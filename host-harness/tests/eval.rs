@@ -195,6 +195,21 @@ fn eval_recall_is_exact_on_a_tiny_corpus() {
     assert_eq!(pl.recall.share(), Some(1.0));
     assert_eq!(pl.distractors_removed, Tally { count: 0, total: 1 });
 
+    // The oracle keeps exactly the paragraphs holding a needed snippet: in
+    // the wrapper the last two (filler, closing notes) go, and the second
+    // paragraph stays (it holds a needed snippet the filler scorer dropped),
+    // so it saves less than the filler scorer; in the plain page it would
+    // drop only the short filler paragraph, under the floor like the scorer.
+    let wo = w.oracle.as_ref().expect("oracle on a labelled document");
+    assert_eq!(wo.outcome, "ok");
+    assert!(wo.reduction >= 0.25 && wo.reduction < w.reduction, "{} vs {}", wo.reduction, w.reduction);
+    assert_eq!(wo.reduction, wo.saved_chars as f64 / w.raw_chars as f64);
+    let po = p.oracle.as_ref().expect("oracle");
+    assert_eq!((po.outcome, po.reduction, po.saved_chars), ("below_floor", 0.0, 0));
+    let ot = report.totals.oracle.as_ref().expect("oracle totals");
+    assert_eq!((ot.documents, ot.ok), (2, 1));
+    assert_eq!(ot.mean_reduction, wo.reduction / 2.0);
+
     // Totals: mean over documents, weighted by characters, snippets pooled.
     let t = &report.totals;
     assert_eq!((t.documents, t.ok, t.labelled), (2, 1, 2));
@@ -238,7 +253,7 @@ fn eval_cli_prints_the_table_and_the_totals_line() {
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("toolprune eval: corpus "), "{table}");
     assert!(
-        lines[1].starts_with("file") && lines[1].contains("topic 2"),
+        lines[1].starts_with("file") && lines[1].contains("topic 2") && lines[1].contains("oracle"),
         "{table}"
     );
     assert!(
@@ -254,7 +269,8 @@ fn eval_cli_prints_the_table_and_the_totals_line() {
     assert!(
         total.contains("net reduction mean")
             && total.contains(" recall ")
-            && total.contains("distractors removed"),
+            && total.contains("distractors removed")
+            && total.contains("oracle mean"),
         "{total}"
     );
 
@@ -267,6 +283,8 @@ fn eval_cli_prints_the_table_and_the_totals_line() {
     assert_eq!(report["scorer"], "stub");
     assert_eq!(report["totals"]["documents"], 2);
     assert_eq!(report["totals"]["labels"]["recall"]["total"], 6);
+    assert_eq!(report["totals"]["oracle"]["documents"], 2);
+    assert!(report["documents"][0]["oracle"]["reduction"].is_f64());
 
     let missing = Command::new(env!("CARGO_BIN_EXE_toolprune"))
         .args(["eval", "--corpus", "/nonexistent/corpus"])
