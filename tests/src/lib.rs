@@ -3,17 +3,17 @@
 //! and the SPEC §9 marker formats written out independently of the guest.
 //!
 //! Every test in `tests/` drives the component in wasmtime through
-//! `toolprune_host`; nothing here calls guest code directly.
+//! `toolprune`; nothing here calls guest code directly.
 
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolprune_host::types::{Fate, GuestPruned, Lang, ParagraphInfo, ScorerChoice, ScoringRequest, ScoringResponse};
-use toolprune_host::{CapturedLog, Pruned, Pruner, Scorer, ScriptedScorer, StubScorer, ToolResult, Turn, TurnOptions};
+use toolprune::types::{Fate, GuestPruned, Lang, ParagraphInfo, ScorerChoice, ScoringRequest, ScoringResponse};
+use toolprune::{CapturedLog, Pruned, Pruner, Scorer, ScriptedScorer, StubScorer, ToolResult, Turn, TurnOptions};
 
-pub use toolprune_host;
+pub use toolprune;
 
 /// `shared/` beside the repository (read-only material: SPEC, corpus, cases).
 pub const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared");
@@ -156,7 +156,7 @@ pub fn report(p: &Pruned) -> &GuestPruned {
 
 /// The SPEC name of an outcome (`ok`, `no_basis`, …).
 pub fn outcome(p: &Pruned) -> &'static str {
-    toolprune_host::types::outcome_name(p.outcome)
+    toolprune::types::outcome_name(p.outcome)
 }
 
 /// The `tool prune:` lines of a capture.

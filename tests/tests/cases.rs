@@ -6,8 +6,8 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolprune_host::types::{Fate, ParagraphKind, Shape};
-use toolprune_host::{Pruned, ScriptedScorer};
+use toolprune::types::{Fate, ParagraphKind, Shape};
+use toolprune::{Pruned, ScriptedScorer};
 use toolprune_tests::*;
 
 /// One case pruned once with a scorer that drops every odd paragraph.

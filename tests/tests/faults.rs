@@ -5,15 +5,15 @@
 //!
 //! | fault | test |
 //! |---|---|
-//! | scorer error (every batch fails: HTTP 500, network) | `tests/tests/outcomes.rs` `failed_when_every_batch_fails`; over HTTP: `host-harness/tests/jev.rs` (429/500/402/4xx, connection refused) |
+//! | scorer error (every batch fails: HTTP 500, network) | `tests/tests/outcomes.rs` `failed_when_every_batch_fails`; over HTTP: `hosts/rust/tests/jev.rs` (429/500/402/4xx, connection refused) |
 //! | partial failure (one batch fails, the rest prunes) | `tests/tests/outcomes.rs` `a_failed_batch_keeps_its_paragraphs_and_the_rest_prunes` |
-//! | timeout (finished batches discarded) | `tests/tests/outcomes.rs` `timeout_returns_the_full_text_and_discards_every_score`; `host-harness/tests/jev.rs` `a_stalled_server_times_out_within_the_deadline_and_finished_batches_are_discarded` |
-//! | cancellation | `tests/tests/outcomes.rs` `cancelled_returns_the_full_text`; `host-harness/tests/jev.rs` `cancellation_while_waiting_answers_cancelled_at_once`, `a_token_cancelled_before_scoring_sends_nothing_and_wins_over_the_deadline`, `cli_ctrl_c_during_scoring_prints_the_raw_text_with_outcome_cancelled` |
+//! | timeout (finished batches discarded) | `tests/tests/outcomes.rs` `timeout_returns_the_full_text_and_discards_every_score`; `hosts/rust/tests/jev.rs` `a_stalled_server_times_out_within_the_deadline_and_finished_batches_are_discarded` |
+//! | cancellation | `tests/tests/outcomes.rs` `cancelled_returns_the_full_text`; `hosts/rust/tests/jev.rs` `cancellation_while_waiting_answers_cancelled_at_once`, `a_token_cancelled_before_scoring_sends_nothing_and_wins_over_the_deadline`, `cli_ctrl_c_during_scoring_prints_the_raw_text_with_outcome_cancelled` |
 //! | malformed Jev answers (HTML, error envelope) | `tests/tests/outcomes.rs` `failed_when_every_answer_is_undecodable`; guest `jev.rs` unit tests (out-of-range `noul`) |
 //! | malformed `scores` answers (NaN, ±∞, out of [0, 1], too few / too many scores, missing / extra batch answers) | **here** |
 //! | guest trap (the call traps; next call gets a fresh instance) | `tests/tests/outcomes.rs` `a_guest_trap_returns_the_full_text_and_the_turn_goes_on` |
-//! | fuel exhaustion | `host-harness/tests/turn.rs` `running_out_of_fuel_returns_the_raw_text_and_the_next_call_gets_a_fresh_instance` |
-//! | memory limit | `host-harness/tests/turn.rs` `hitting_the_memory_limit_returns_the_raw_text_and_the_turn_goes_on` |
+//! | fuel exhaustion | `hosts/rust/tests/turn.rs` `running_out_of_fuel_returns_the_raw_text_and_the_next_call_gets_a_fresh_instance` |
+//! | memory limit | `hosts/rust/tests/turn.rs` `hitting_the_memory_limit_returns_the_raw_text_and_the_turn_goes_on` |
 //! | a 10 MB input (text and JSON wrapper), default limits | **here** |
 //! | deeply nested JSON (100,000 levels: arrays, objects, unclosed, around a long string; and as `omitted` arguments) | **here** |
 //! | invalid UTF-16 surrogates (lone surrogates in a JS string; a Python `str` from `errors="surrogateescape"`) | not reachable from Rust (`String` is UTF-8 by type; the CLI passes non-UTF-8 input through); Node: `hosts/js/test/surrogates.test.js`, Python: `hosts/python/tests/test_surrogates.py` (the guest is not called, the same string comes back, `reason=invalid_text`) |
@@ -21,8 +21,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use toolprune_host::types::{BatchAnswer, ScoringRequest, ScoringResponse};
-use toolprune_host::{Pruned, Scorer, ScriptedScorer, Turn};
+use toolprune::types::{BatchAnswer, ScoringRequest, ScoringResponse};
+use toolprune::{Pruned, Scorer, ScriptedScorer, Turn};
 use toolprune_tests::*;
 
 /// A scorer answering each request with `answer(request)`; counts its calls.
@@ -60,7 +60,7 @@ fn assert_correct_body(p: &Pruned, text: &str) {
 /// The turn still serves: a normal page prunes `ok` on the same turn.
 fn assert_next_call_served(turn: &mut Turn) {
     let text = uniform(20, 400);
-    turn.set_limits(toolprune_host::Limits::default());
+    turn.set_limits(toolprune::Limits::default());
     let p = prune(turn, &text);
     assert!(p.failure.is_none(), "{:?}", p.failure);
     assert_correct_body(&p, &text);
@@ -234,9 +234,9 @@ fn deeply_nested_omitted_arguments_are_invalid_not_a_crash() {
         "{\"id\":".repeat(100_000),
     ] {
         let r = turn.omitted(&args).expect("the guest answers");
-        assert_eq!(toolprune_host::types::omitted_outcome_name(r.outcome), "invalid");
+        assert_eq!(toolprune::types::omitted_outcome_name(r.outcome), "invalid");
     }
     let r = turn.omitted(r#"{"id":"P1","from":1,"to":1}"#).expect("the guest answers");
-    assert_eq!(toolprune_host::types::omitted_outcome_name(r.outcome), "ok");
+    assert_eq!(toolprune::types::omitted_outcome_name(r.outcome), "ok");
     assert_next_call_served(&mut turn);
 }

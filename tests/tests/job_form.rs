@@ -1,8 +1,8 @@
 //! SPEC §14: the non-blocking form (`prune-job`: create, take the scoring
 //! request, score it yourself, finish) gives the same bytes as `prune`.
 
-use toolprune_host::types::Lang;
-use toolprune_host::{Scorer, ToolResult};
+use toolprune::types::Lang;
+use toolprune::{Scorer, ToolResult};
 use toolprune_tests::*;
 
 #[test]
@@ -87,7 +87,7 @@ fn the_offline_scorer_gives_the_same_bytes_both_ways() {
     let text = doc.text();
     let mut o = options(&doc.request_en);
     o.threshold = 0.3;
-    let offline = std::sync::Arc::new(toolprune_host::OfflineScorer);
+    let offline = std::sync::Arc::new(toolprune::OfflineScorer);
     let (mut one_shot, one_log) = turn_with(o.clone(), offline.clone());
     let a = prune(&mut one_shot, &text);
     let (mut jobs, job_log) = turn_with(o, offline);

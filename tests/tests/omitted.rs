@@ -3,12 +3,12 @@
 //! line, and the tool's spec.
 
 use serde_json::Value;
-use toolprune_host::types::{omitted_outcome_name, Lang, OmittedResult};
-use toolprune_host::Turn;
+use toolprune::types::{omitted_outcome_name, Lang, OmittedResult};
+use toolprune::Turn;
 use toolprune_tests::*;
 
 /// 12 paragraphs of 500 characters; 2, 3, 4 and 8 dropped, stored as P1.
-fn pruned_turn(lang: Lang) -> (Turn, std::sync::Arc<toolprune_host::CapturedLog>, String) {
+fn pruned_turn(lang: Lang) -> (Turn, std::sync::Arc<toolprune::CapturedLog>, String) {
     let text = uniform(12, 500);
     let mut o = options(REQUEST);
     o.lang = lang;

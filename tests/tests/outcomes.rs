@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use toolprune_host::types::{Failure, Fate, ScoringStop};
-use toolprune_host::{Limits, Pruned, ScriptedScorer, ToolResult};
+use toolprune::types::{Failure, Fate, ScoringStop};
+use toolprune::{Limits, Pruned, ScriptedScorer, ToolResult};
 use toolprune_tests::*;
 
 /// 20 paragraphs of 400 characters: batches [0..16) and [16..20).
@@ -331,7 +331,7 @@ fn pruning_disabled_is_a_cheap_gate() {
 #[test]
 fn pruning_is_disabled_by_default() {
     let scorer = dropping(0..10);
-    let (mut turn, log) = turn_with(toolprune_host::TurnOptions::new(REQUEST), scorer.clone());
+    let (mut turn, log) = turn_with(toolprune::TurnOptions::new(REQUEST), scorer.clone());
     let text = page();
     let p = prune(&mut turn, &text);
     assert_full_text(&p, &text);
@@ -422,7 +422,7 @@ fn ms_is_written_only_when_a_host_scorer_answered() {
 
     // The guest's own scorer has no clock: scoring happened, untimed.
     let doc = corpus_doc("pep-0817-wheel-variants.rst");
-    let (mut offline, log) = turn(&doc.request_en, Arc::new(toolprune_host::OfflineScorer));
+    let (mut offline, log) = turn(&doc.request_en, Arc::new(toolprune::OfflineScorer));
     let p = prune(&mut offline, &doc.text());
     let line = prune_line(&log);
     assert_eq!(report(&p).counts.calls, 0);

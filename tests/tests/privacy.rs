@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolprune_host::types::{ParagraphKind, ScoringRequest, Shape};
-use toolprune_host::{Scorer, ToolResult, TurnOptions};
+use toolprune::types::{ParagraphKind, ScoringRequest, Shape};
+use toolprune::{Scorer, ToolResult, TurnOptions};
 use toolprune_tests::*;
 
 const AGENT: &str = "agent_label_never_sent";

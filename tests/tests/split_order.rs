@@ -2,7 +2,7 @@
 //! component's `paragraphs` export, its reports and the scoring request.
 
 use serde_json::Value;
-use toolprune_host::types::{Fate, Lang, ParagraphKind};
+use toolprune::types::{Fate, Lang, ParagraphKind};
 use toolprune_tests::*;
 
 fn kinds(text: &str) -> Vec<ParagraphKind> {

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use fake_jev::{answer_all, envelope, FakeJev, Reply, Seen};
 use serde_json::{json, Value};
-use toolprune_host::jev::{JevConfig, Route, Token};
-use toolprune_host::types::{Outcome, ScoringRequest, ScoringStop};
-use toolprune_host::{
+use toolprune::jev::{JevConfig, Route, Token};
+use toolprune::types::{Outcome, ScoringRequest, ScoringStop};
+use toolprune::{
     CancelToken, CapturedLog, JevScorer, Pruned, Pruner, Scorer, ScriptedScorer, ToolResult, Turn,
     TurnOptions,
 };
@@ -25,7 +25,7 @@ use toolprune_host::{
 const TOKEN: &str = "tok-SECRET-4f2a9c";
 const ACCOUNT: &str = "acc0123abcd";
 const TOOL: &str = "zq_private_tool_name";
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
 const FROZEN_INSTRUCTIONS: &str = "の文章は、`request` の依頼に答えるために必要な情報を含むか。";
 const FROZEN_TRUE: &str = "依頼に答える材料 (事実・数値・主張・手順・限界) が含まれる";
 const FROZEN_FALSE: &str =
@@ -297,7 +297,7 @@ fn retry_after_is_honoured_when_it_fits_the_deadline_and_never_beyond_it() {
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     assert_eq!(server.requests().len(), plan.batches.len(), "no retry");
     let answers = response.answers.expect("answers");
-    assert!(answers.iter().all(|a| matches!(a, toolprune_host::types::BatchAnswer::Failed(toolprune_host::types::Failure::Http(429)))));
+    assert!(answers.iter().all(|a| matches!(a, toolprune::types::BatchAnswer::Failed(toolprune::types::Failure::Http(429)))));
 }
 
 #[test]
@@ -600,7 +600,7 @@ fn debug_output_of_the_scorer_never_shows_the_token() {
 fn toolprune(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolprune"));
     command.args(args);
-    for name in toolprune_host::jev::ENV_VARS {
+    for name in toolprune::jev::ENV_VARS {
         command.env_remove(name);
     }
     command

@@ -19,7 +19,7 @@ use crate::types::{Lang, ParagraphInfo, ScoringRequest, ScoringResponse, ToolSpe
 pub mod wit {
     wasmtime::component::bindgen!({
         world: "toolprune",
-        path: "../wit",
+        path: "../../wit",
     });
 }
 

@@ -20,7 +20,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolprune_host::{Pruner, StubScorer, ToolResult, Turn, TurnOptions};
+//! use toolprune::{Pruner, StubScorer, ToolResult, Turn, TurnOptions};
 //!
 //! let pruner = Pruner::shared()?;
 //! let mut options = TurnOptions::new("How does the Streamable HTTP transport resume a stream?");

@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use toolprune_host::report::{paragraphs_table, prune_report, split_report};
-use toolprune_host::types::Lang;
-use toolprune_host::{Pruner, ToolResult, Turn, TurnOptions};
+use toolprune::report::{paragraphs_table, prune_report, split_report};
+use toolprune::types::Lang;
+use toolprune::{Pruner, ToolResult, Turn, TurnOptions};
 
 mod cli_jev;
 mod cli_route;
@@ -44,7 +44,7 @@ enum Command {
     /// Show the paragraphs exactly as pruning splits the document.
     Split(SplitArgs),
     /// Prune every document of a corpus folder; report reduction and recall.
-    Eval(toolprune_host::eval::EvalArgs),
+    Eval(toolprune::eval::EvalArgs),
     /// Jev over HTTP: `toolprune jev check`.
     Jev(cli_jev::JevArgs),
     /// Decide where a message goes with a rules file (the judge router):
@@ -115,7 +115,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Prune(args) => prune(args),
         Command::Split(args) => split(args),
-        Command::Eval(args) => toolprune_host::eval::cli(args)
+        Command::Eval(args) => toolprune::eval::cli(args)
             .and_then(|out| write_stdout(out.as_bytes()))
             .map(|()| ExitCode::SUCCESS),
         Command::Jev(args) => match args.command {

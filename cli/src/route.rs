@@ -1,6 +1,6 @@
 //! `toolprune route`: the judge router from the command line. Part of the
 //! binary (`mod cli_route` in `main.rs`); the work is done by
-//! [`toolprune_host::judge`].
+//! [`toolprune::judge`].
 //!
 //! ```text
 //! toolprune route --rules FILE --message TEXT [--answers FILE] [--json]
@@ -16,11 +16,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use toolprune_host::jev::{JevScorer, Settings};
-use toolprune_host::judge::{
+use toolprune::jev::{JevScorer, Settings};
+use toolprune::judge::{
     decision_json, render_load_errors, Decision, Judge, RouteError, Verdict,
 };
-use toolprune_host::{Pruner, StderrLog, StubScorer};
+use toolprune::{Pruner, StderrLog, StubScorer};
 
 #[derive(Args)]
 pub struct RouteArgs {

@@ -3,7 +3,7 @@
 //! ⌈batches ⁄ 4⌉ × 200 ms of 4 requests in flight.
 //!
 //! ```sh
-//! cargo run --release -p toolprune-host --example jev_bench
+//! cargo run --release -p toolprune --example jev_bench
 //! ```
 //!
 //! Prints a Markdown table (median of 5 runs per document).
@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_jev::{answer_all, FakeJev, Reply};
-use toolprune_host::jev::{JevConfig, Route, Token};
-use toolprune_host::{CapturedLog, JevScorer, Pruner, Scorer, ScriptedScorer, ToolResult, Turn, TurnOptions};
+use toolprune::jev::{JevConfig, Route, Token};
+use toolprune::{CapturedLog, JevScorer, Pruner, Scorer, ScriptedScorer, ToolResult, Turn, TurnOptions};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
 const DOCS: [&str; 5] = [
     "pep-0817-wheel-variants.rst",
     "nvm-README.md",

@@ -1,14 +1,14 @@
 //! The `toolprune` binary's Jev glue: choosing the scorer for `prune`, Ctrl-C,
 //! and `toolprune jev check`. Part of the binary (`mod cli_jev` in
 //! `main.rs`), not of the library; the work is done by
-//! [`toolprune_host::jev`].
+//! [`toolprune::jev`].
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use toolprune_host::jev::{self, CancelToken, JevScorer, Settings};
-use toolprune_host::{OfflineScorer, Pruner, Scorer, StderrLog, StubScorer};
+use toolprune::jev::{self, CancelToken, JevScorer, Settings};
+use toolprune::{OfflineScorer, Pruner, Scorer, StderrLog, StubScorer};
 
 #[derive(Args)]
 pub struct JevArgs {

@@ -7,9 +7,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use toolprune_host::eval::{run, EvalOptions, Tally};
-use toolprune_host::types::{BatchAnswer, Lang, ScoringRequest, ScoringResponse};
-use toolprune_host::{Pruner, Scorer};
+use toolprune::eval::{run, EvalOptions, Tally};
+use toolprune::types::{BatchAnswer, Lang, ScoringRequest, ScoringResponse};
+use toolprune::{Pruner, Scorer};
 
 /// Scores 0 every paragraph that contains `filler`, 1 every other one.
 struct FillerScorer;

@@ -1,7 +1,7 @@
 //! Benchmark (not a test): what the guest costs beside the scorer.
 //!
 //! ```sh
-//! cargo run --release -p toolprune-host --example bench
+//! cargo run --release -p toolprune --example bench
 //! ```
 //!
 //! Prints a Markdown table, one run (medians of repeated calls):
@@ -17,7 +17,7 @@
 //! - the component's size;
 //! - the guest's peak linear memory on a 1 MB input.
 //!
-//! The wasm side is linked here exactly as `toolprune_host::Pruner` does it
+//! The wasm side is linked here exactly as `toolprune::Pruner` does it
 //! (same engine config, `instantiate_pre`, fresh store per turn), with a
 //! store limiter that records the largest memory the guest asked for.
 
@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 
 use toolprune_guest::component::exports::toolprune::pruner::pruner as gp;
 use toolprune_guest::component::toolprune::pruner::types as gt;
-use toolprune_host::engine::wit::{self, Toolprune, ToolprunePre};
-use toolprune_host::types::{BatchAnswer, Lang, Outcome, PruneInput, ScorerChoice, ScoringRequest, ScoringResponse};
+use toolprune::engine::wit::{self, Toolprune, ToolprunePre};
+use toolprune::types::{BatchAnswer, Lang, Outcome, PruneInput, ScorerChoice, ScoringRequest, ScoringResponse};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
 const PEP: &str = "pep-0817-wheel-variants.rst";
 const REQUEST: &str = "How does PEP 817 encode a wheel variant in the wheel filename, and what happens with installers that don't understand variants (null variant / backwards compatibility)? Also, what are the security implications of variant provider plugins?";
 
@@ -254,18 +254,18 @@ fn main() -> anyhow::Result<()> {
     // The host's own API (`Turn::on_tool_result`, one turn per call: fresh
     // instance, fuel on), first 100,000 chars: what a CLI or agent pays per
     // result. The Node and Python benches (`scripts/bench`) time the same call.
-    let pruner = toolprune_host::Pruner::shared()?;
-    let scorers: [(&str, std::sync::Arc<dyn toolprune_host::Scorer>); 2] = [
-        ("offline", std::sync::Arc::new(toolprune_host::OfflineScorer)),
-        ("stub", std::sync::Arc::new(toolprune_host::StubScorer)),
+    let pruner = toolprune::Pruner::shared()?;
+    let scorers: [(&str, std::sync::Arc<dyn toolprune::Scorer>); 2] = [
+        ("offline", std::sync::Arc::new(toolprune::OfflineScorer)),
+        ("stub", std::sync::Arc::new(toolprune::StubScorer)),
     ];
     for (name, scorer) in scorers {
         let turn_call = time(runs, || {
-            let mut options = toolprune_host::TurnOptions::new(REQUEST);
+            let mut options = toolprune::TurnOptions::new(REQUEST);
             options.enabled = true;
-            let mut turn = toolprune_host::Turn::new(pruner, scorer.clone(), options)
-                .with_log(std::sync::Arc::new(toolprune_host::CapturedLog::new()));
-            turn.on_tool_result(toolprune_host::ToolResult::prunable("fetch", pep100k.as_str()));
+            let mut turn = toolprune::Turn::new(pruner, scorer.clone(), options)
+                .with_log(std::sync::Arc::new(toolprune::CapturedLog::new()));
+            turn.on_tool_result(toolprune::ToolResult::prunable("fetch", pep100k.as_str()));
         });
         println!(
             "| Rust host: per call through `Turn::on_tool_result` (new turn + instance), {name} scorer, first 100,000 chars | {} | | | | — |",

@@ -1,7 +1,7 @@
 //! The shared test vectors (`tests/vectors/vectors.json`) are what the
 //! component gives today: regenerate them in memory and compare with the
 //! committed file, so a change of the guest or of the cases that was not
-//! followed by `cargo run -p toolprune-host --example make_vectors` fails.
+//! followed by `cargo run -p toolprune --example make_vectors` fails.
 
 #[path = "../examples/make_vectors.rs"]
 mod make_vectors;
@@ -19,7 +19,7 @@ fn committed_vectors_equal_a_fresh_generation() {
             .position(|(a, b)| a != b)
             .map_or_else(|| "the lengths".to_string(), |i| format!("line {}", i + 1));
         panic!(
-            "{} is stale (first difference at {line}): run `cargo run -p toolprune-host --example make_vectors` and commit the result",
+            "{} is stale (first difference at {line}): run `cargo run -p toolprune --example make_vectors` and commit the result",
             path.display()
         );
     }

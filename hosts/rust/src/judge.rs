@@ -8,8 +8,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolprune_host::judge::{Judge, Verdict};
-//! use toolprune_host::{Pruner, StderrLog, StubScorer};
+//! use toolprune::judge::{Judge, Verdict};
+//! use toolprune::{Pruner, StderrLog, StubScorer};
 //!
 //! let judge = Judge::new(Pruner::shared()?, Arc::new(StubScorer));
 //! let rules = std::fs::read_to_string("judge.toml")?;

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use fake_jev::{envelope, FakeJev, Reply};
 use serde_json::{json, Value};
-use toolprune_host::judge::{decision_json, Judge, RouteError, Verdict};
-use toolprune_host::types::Failure;
-use toolprune_host::{CapturedLog, Pruner, ScriptedScorer, StubScorer};
+use toolprune::judge::{decision_json, Judge, RouteError, Verdict};
+use toolprune::types::Failure;
+use toolprune::{CapturedLog, Pruner, ScriptedScorer, StubScorer};
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/judge");
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/judge");
 
 fn rules_path() -> String {
     format!("{EXAMPLE}/rules.toml")
@@ -59,7 +59,7 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
 
 fn toolprune(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolprune"));
-    for name in toolprune_host::jev::ENV_VARS {
+    for name in toolprune::jev::ENV_VARS {
         command.env_remove(name);
     }
     command
@@ -104,7 +104,7 @@ fn route_the_readmes_example_with_its_fixed_answers() {
 
 #[test]
 fn the_readmes_rules_file_is_the_example_file() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
         .expect("README");
     let section = readme
         .split("## Judge router")

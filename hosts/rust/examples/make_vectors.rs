@@ -4,11 +4,11 @@
 //! [`ScriptedScorer`] built from the case's description).
 //!
 //! ```sh
-//! cargo run -p toolprune-host --example make_vectors            # write
-//! cargo run -p toolprune-host --example make_vectors -- --check # compare only
+//! cargo run -p toolprune --example make_vectors            # write
+//! cargo run -p toolprune --example make_vectors -- --check # compare only
 //! ```
 //!
-//! `host-harness/tests/vectors.rs` includes this file and checks that the
+//! `hosts/rust/tests/vectors.rs` includes this file and checks that the
 //! committed vectors equal a fresh generation, so stale vectors fail CI.
 //! Shared files are read from `../shared` beside the repository
 //! (`TOOLPRUNE_SHARED` overrides it).
@@ -20,11 +20,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use toolprune_host::types::{
+use toolprune::types::{
     fate_name, omitted_outcome_name, outcome_name, shape_name, Failure, Fate, Lang, ScoringRequest,
     ScoringStop,
 };
-use toolprune_host::{
+use toolprune::{
     CapturedLog, OfflineScorer, Pruner, Scorer, ScriptedScorer, ToolResult, Turn, TurnOptions,
 };
 
@@ -33,14 +33,14 @@ pub const VECTORS_RELATIVE: &str = "tests/vectors/vectors.json";
 
 /// `tests/vectors/vectors.json` of this workspace.
 pub fn vectors_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(VECTORS_RELATIVE)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(VECTORS_RELATIVE)
 }
 
 /// `shared/` beside the repository, or `$TOOLPRUNE_SHARED`.
 pub fn shared_dir() -> PathBuf {
     match std::env::var_os("TOOLPRUNE_SHARED") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
     }
 }
 
@@ -902,7 +902,7 @@ fn main() {
     if check {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         if committed != fresh {
-            eprintln!("{} is stale: run `cargo run -p toolprune-host --example make_vectors`", path.display());
+            eprintln!("{} is stale: run `cargo run -p toolprune --example make_vectors`", path.display());
             std::process::exit(1);
         }
         eprintln!("{} is up to date", path.display());

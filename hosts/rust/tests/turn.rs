@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use toolprune_host::types::{OmittedOutcome, Outcome, ParagraphInfo};
-use toolprune_host::{CapturedLog, Limits, Pruner, ScriptedScorer, ToolResult, Turn, TurnOptions};
+use toolprune::types::{OmittedOutcome, Outcome, ParagraphInfo};
+use toolprune::{CapturedLog, Limits, Pruner, ScriptedScorer, ToolResult, Turn, TurnOptions};
 use wasmtime::Trap;
 
 const TRANSPORTS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/corpus/mcp-spec-2025-11-25-transports.mdx"
+    "/../../../shared/corpus/mcp-spec-2025-11-25-transports.mdx"
 ));
 
 const REQUEST: &str = "How does a client resume a broken Streamable HTTP SSE stream? Which header carries the last event ID?";
@@ -252,7 +252,7 @@ fn the_prune_job_form_gives_the_same_answer_as_prune() {
         0,
         "the guest does not call the import in the job form"
     );
-    let response = toolprune_host::Scorer::score(&*scorer, &request);
+    let response = toolprune::Scorer::score(&*scorer, &request);
     let via_job = job.finish(Some(response));
 
     assert_eq!(via_job.outcome, Outcome::Ok);
@@ -266,7 +266,7 @@ fn the_prune_job_form_gives_the_same_answer_as_prune() {
     assert_eq!(job_turn.stored()[1].id, "P2");
 }
 
-fn turn_stored_dropped(pruned: &toolprune_host::Pruned) -> Vec<u32> {
+fn turn_stored_dropped(pruned: &toolprune::Pruned) -> Vec<u32> {
     pruned
         .report
         .as_ref()
