@@ -1,23 +1,16 @@
 //! `toolprune jev check`: one two-paragraph request through the normal path
-//! (a [`Turn`], the guest encoding the body and decoding the answer), then
-//! what happened, or a diagnosis.
+//! (a conversation, the guest encoding the body and decoding the answer),
+//! then what happened, or a diagnosis.
 //!
-//! The host reads no Jev JSON, so the served model version (the response's
-//! `model` field) is not shown: the report names the model *requested* (the
-//! pinned one on TypeSafe / Vercel; Cloudflare's comes from its URL), the
-//! HTTP status and latency, and what the guest decoded (calls, jev_tokens,
-//! scores).
+//! The report names the endpoint the guest resolved (route, URL, the model
+//! requested on native routes), every HTTP attempt (status, latency), what
+//! the guest decoded (calls, jev_tokens, scores) and the model the service
+//! said it ran (`pruned.served-model`).
 
 use std::sync::{Arc, Mutex};
 
-use super::cancel::CancelToken;
-use super::config::{JevConfig, JevProblem, Route};
-use super::scorer::{Attempt, BatchTrace, JevScorer};
-use crate::engine::Pruner;
-use crate::log::CapturedLog;
-use crate::scorer::Scorer;
-use crate::turn::{ToolResult, Turn, TurnOptions};
-use crate::types::{outcome_name, Outcome, ScoringRequest, ScoringResponse};
+use toolprune::types::{wit_name, Outcome};
+use toolprune::{Attempt, CancelToken, CapturedLog, ConversationOptions, JevScorer, Pruner, Scoring, ToolResult};
 
 /// The request of the check.
 const REQUEST: &str =
@@ -48,8 +41,9 @@ fn text() -> String {
 pub enum Diagnosis {
     /// Jev answered and the guest decoded the answer.
     Ok,
-    /// The configuration cannot send (no token, no account id, bad URL).
-    Config(JevProblem),
+    /// The configuration cannot send (no token, no account id, bad URL):
+    /// the guest's (or the token check's) message.
+    Config(String),
     /// 401 or 403: the token was refused.
     Unauthorized(u16),
     /// 402: out of credit.
@@ -77,10 +71,11 @@ pub enum Diagnosis {
 /// The result of [`check`]. [`render`](Self::render) gives the CLI's text.
 #[derive(Clone, Debug)]
 pub struct CheckReport {
-    pub route: Route,
+    /// `cloudflare`, `typesafe` or `vercel`, when the configuration resolved.
+    pub route: Option<String>,
     /// The URL, when the configuration was complete. Carries no secret.
     pub url: Option<String>,
-    /// The model named in the body (TypeSafe / Vercel), none on Cloudflare.
+    /// The model named in the body (native routes), none on Cloudflare.
     pub model: Option<String>,
     /// Every HTTP attempt (statuses, latencies).
     pub attempts: Vec<Attempt>,
@@ -91,6 +86,8 @@ pub struct CheckReport {
     pub jev_tokens: u64,
     /// The two paragraphs' scores (none = not scored).
     pub scores: Vec<Option<f64>>,
+    /// The model the answer named (`pruned.served-model`), if any.
+    pub served_model: Option<String>,
     pub diagnosis: Diagnosis,
 }
 
@@ -107,13 +104,13 @@ impl CheckReport {
 
     /// The CLI's text: a few lines, no secret, no body.
     pub fn render(&self) -> String {
-        let mut out = format!("jev check: route={}", self.route.name());
+        let mut out = format!("jev check: route={}", self.route.as_deref().unwrap_or("-"));
         if let Some(url) = &self.url {
             out.push_str(&format!(" url={url}"));
         }
         match &self.model {
-            Some(model) => out.push_str(&format!(" model={model} (requested; the served version is read only by the guest)")),
-            None if self.route == Route::Cloudflare => out.push_str(" model=from the URL (typesafe/jev)"),
+            Some(model) => out.push_str(&format!(" model={model} (requested)")),
+            None if self.url.is_some() => out.push_str(" model=(named by the URL)"),
             None => {}
         }
         out.push('\n');
@@ -125,7 +122,7 @@ impl CheckReport {
             };
             out.push_str(&format!("attempt {}: {what} in {} ms\n", i + 1, a.ms));
         }
-        if let Some(outcome) = self.outcome {
+        if let Some(outcome) = &self.outcome {
             let scores: Vec<String> = self
                 .scores
                 .iter()
@@ -137,11 +134,16 @@ impl CheckReport {
                 .collect();
             out.push_str(&format!(
                 "guest: outcome={} calls={} jev_tokens={} scores {}\n",
-                outcome_name(outcome),
+                wit_name(outcome),
                 self.calls,
                 self.jev_tokens,
                 scores.join(" ")
             ));
+            match &self.served_model {
+                Some(model) => out.push_str(&format!("served model: {model}\n")),
+                None if self.calls > 0 => out.push_str("served model: the answer named none\n"),
+                None => {}
+            }
         }
         out.push_str(&self.diagnosis_line());
         out.push('\n');
@@ -157,16 +159,16 @@ impl CheckReport {
             ),
             Diagnosis::Config(problem) => format!("not configured: {problem}"),
             Diagnosis::Unauthorized(status) => format!(
-                "HTTP {status}: the token was refused; check TOOLPRUNE_JEV_TOKEN (Cloudflare: an API token with Workers AI permission on this account)"
+                "HTTP {status}: the token was refused; check the token variable (Cloudflare: an API token with Workers AI permission on this account)"
             ),
             Diagnosis::OutOfCredit => {
                 "HTTP 402: out of credit; add credit to the account (never retried)".to_string()
             }
-            Diagnosis::NotFound => "HTTP 404: no such endpoint; check TOOLPRUNE_JEV_ROUTE, the account id and TOOLPRUNE_JEV_BASE_URL".to_string(),
+            Diagnosis::NotFound => "HTTP 404: no such endpoint; check the route, the account id and the base URL".to_string(),
             Diagnosis::RateLimited => "HTTP 429: rate limited, also after one retry; try again later".to_string(),
             Diagnosis::ServerError(status) => format!("HTTP {status}: server error, also after one retry; try again later"),
             Diagnosis::Http(status) => format!("HTTP {status}: the request was refused"),
-            Diagnosis::Unreachable(why) => format!("unreachable: {why}; check the network, a proxy (HTTPS_PROXY) or TOOLPRUNE_JEV_BASE_URL"),
+            Diagnosis::Unreachable(why) => format!("unreachable: {why}; check the network, a proxy (HTTPS_PROXY) or the base URL"),
             Diagnosis::Undecodable => "the endpoint answered 2xx, but not with a Jev answer the guest can decode; is the base URL a Jev endpoint?".to_string(),
             Diagnosis::Timeout => "timeout: no answer within the deadline".to_string(),
             Diagnosis::Cancelled => "cancelled".to_string(),
@@ -175,90 +177,76 @@ impl CheckReport {
     }
 }
 
-/// The Jev scorer, keeping the HTTP attempts of its calls.
-struct Recording {
-    jev: JevScorer,
-    traces: Mutex<Vec<BatchTrace>>,
-}
-
-impl Scorer for Recording {
-    fn name(&self) -> &str {
-        self.jev.name()
-    }
-
-    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
-        let (response, traces) = self.jev.score_traced(request);
-        self.traces
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(traces);
-        response
-    }
-}
-
-/// Sends one two-paragraph request with `config` through a [`Turn`] and
-/// says what happened. `cancel` stops it (Ctrl-C). Never panics.
-pub fn check(pruner: &Pruner, config: &JevConfig, cancel: CancelToken) -> CheckReport {
+/// Sends one two-paragraph request with this process's Jev configuration
+/// (`env`: the environment) through a conversation and says what happened.
+/// `cancel` stops it (Ctrl-C). Never panics.
+pub fn check(pruner: &Pruner, env: &dyn Fn(&str) -> Option<String>, cancel: CancelToken) -> CheckReport {
     let mut report = CheckReport {
-        route: config.route,
-        url: config.url().ok(),
-        model: config.jev_model(),
+        route: None,
+        url: None,
+        model: None,
         attempts: Vec::new(),
         outcome: None,
         calls: 0,
         jev_tokens: 0,
         scores: Vec::new(),
+        served_model: None,
         diagnosis: Diagnosis::Ok,
     };
-    let jev = match JevScorer::new(config) {
-        Ok(jev) => jev.with_cancel(cancel),
+    if let Ok(config) = pruner.configuration(env) {
+        if let Ok(endpoint) = &config.jev {
+            report.route = Some(endpoint.route.clone());
+            report.url = Some(endpoint.url.clone());
+            report.model = endpoint.model.clone();
+        }
+    }
+    let (jev, model) = match JevScorer::from_env(pruner, env) {
+        Ok(found) => found,
         Err(problem) => {
             report.diagnosis = Diagnosis::Config(problem);
             return report;
         }
     };
-    let recording = Arc::new(Recording {
-        jev,
-        traces: Mutex::new(Vec::new()),
+    let trace = Arc::new(Mutex::new(Vec::new()));
+    let conversation = pruner.conversation(ConversationOptions {
+        enabled: true,
+        agent: "jev-check".to_string(),
+        scoring: Some(Scoring::host(jev.with_trace(trace.clone()))),
+        jev_model: model,
+        log: Arc::new(CapturedLog::new()),
+        ..ConversationOptions::default()
     });
-    let mut options = TurnOptions::new(REQUEST);
-    options.enabled = true;
-    options.agent = "jev-check".to_string();
-    options.jev_model = config.jev_model();
-    let mut turn = Turn::new(pruner, recording.clone(), options).with_log(Arc::new(CapturedLog::new()));
-    let pruned = turn.on_tool_result(ToolResult::prunable("jev-check", text()));
-    report.attempts = recording
-        .traces
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .flat_map(|t| t.attempts.clone())
-        .collect();
-    report.outcome = Some(pruned.outcome);
-    let guest = match (&pruned.report, &pruned.failure) {
-        (Some(guest), _) => guest,
-        (None, failure) => {
-            report.outcome = None;
-            report.diagnosis = Diagnosis::Guest(failure.as_ref().map_or_else(String::new, |f| f.to_string()));
+    let conversation = match conversation {
+        Ok(conversation) => conversation,
+        Err(e) => {
+            report.diagnosis = Diagnosis::Guest(e.to_string());
             return report;
         }
     };
-    report.calls = guest.counts.calls;
-    report.jev_tokens = guest.counts.jev_tokens;
-    report.scores = guest.paragraphs.iter().map(|p| p.score).collect();
+    let turn = conversation.turn_with_cancel(REQUEST, cancel);
+    let pruned = turn.on_tool_result(ToolResult { report: true, ..ToolResult::prunable("jev-check", text()) });
+    report.attempts = trace.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(failure) = &pruned.failure {
+        report.diagnosis = Diagnosis::Guest(failure.to_string());
+        return report;
+    }
+    report.outcome = Some(pruned.outcome);
+    if let Some(counts) = &pruned.counts {
+        report.calls = counts.calls;
+        report.jev_tokens = counts.jev_tokens;
+    }
+    report.scores = pruned.paragraphs.iter().map(|p| p.score).collect();
+    report.served_model = pruned.served_model.clone();
     let last = report.attempts.last();
     report.diagnosis = match (pruned.outcome, last) {
         (Outcome::Cancelled, _) => Diagnosis::Cancelled,
         (Outcome::Timeout, _) => Diagnosis::Timeout,
-        (_, None) => Diagnosis::Guest(format!(
-            "no request was made (outcome {})",
-            outcome_name(pruned.outcome)
-        )),
+        (outcome, None) => Diagnosis::Guest(format!("no request was made (outcome {})", wit_name(&outcome))),
         (_, Some(Attempt { status: None, error, .. })) => {
             Diagnosis::Unreachable(error.clone().unwrap_or_else(|| "no answer".to_string()))
         }
         (_, Some(Attempt { status: Some(status), .. })) => match *status {
-            200..=299 if guest.counts.calls >= 1 => Diagnosis::Ok,
+            200..=299 if report.calls >= 1 => Diagnosis::Ok,
             200..=299 => Diagnosis::Undecodable,
             401 | 403 => Diagnosis::Unauthorized(*status),
             402 => Diagnosis::OutOfCredit,

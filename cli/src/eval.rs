@@ -36,8 +36,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::types::{outcome_name, Lang, Outcome};
-use crate::{OfflineScorer, Pruner, Scorer, StubScorer, ToolResult, Turn, TurnOptions};
+use toolprune::types::{wit_name, Lang, Outcome};
+use toolprune::{ConversationOptions, Pruner, Scoring, ToolResult};
 
 // ---------------------------------------------------------------- inputs --
 
@@ -268,7 +268,7 @@ pub fn net_reduction(outcome: Outcome, ratio: Option<f64>) -> f64 {
 pub struct DocResult {
     pub file: String,
     /// SPEC §7 name (`ok`, `below_floor`, …).
-    pub outcome: &'static str,
+    pub outcome: String,
     /// Net reduction: the guest's ratio when `ok`, else 0.
     pub reduction: f64,
     /// The guest's `raw_chars`.
@@ -282,8 +282,9 @@ pub struct DocResult {
     pub dropped: Option<u32>,
     /// Scorer calls that answered (0 for the offline scorer).
     pub calls: u32,
-    /// The log line's `ms` (scoring time reported by the host's scorer).
-    pub ms: u32,
+    /// The log line's `ms` (scoring time measured by the host); none when
+    /// no host scorer answered (the offline scorer).
+    pub ms: Option<u32>,
     /// Wall time of the whole pruning call, instance creation included.
     pub wall_ms: u64,
     /// The threshold the guest applied (after the SPEC §6 fallback).
@@ -353,8 +354,9 @@ pub struct EvalOptions {
     pub corpus: PathBuf,
     /// Labels file; none = `corpus/labels.json` when it exists.
     pub labels: Option<PathBuf>,
-    /// 0.1 / 0.2 / 0.3 / 0.5 (the guest maps anything else to 0.2).
-    pub threshold: f64,
+    /// 0.1 / 0.2 / 0.3 / 0.5 as written (checked by the guest: another
+    /// value is an error).
+    pub threshold: String,
     /// Which request (`request_en` / `request_ja`) and the markers' language.
     pub lang: Lang,
 }
@@ -384,7 +386,8 @@ fn lang_name(lang: Lang) -> &'static str {
 /// Runs every document of the corpus through `pruner` with `scorer`.
 /// Errors: the manifest or an explicitly named labels file cannot be read.
 /// A listed file that is missing or not UTF-8 is skipped, not an error.
-pub fn run(pruner: &Pruner, scorer: Arc<dyn Scorer>, options: &EvalOptions) -> Result<Report> {
+pub fn run(pruner: &Pruner, scoring: Scoring, options: &EvalOptions) -> Result<Report> {
+    let requested = pruner.threshold(&options.threshold).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?;
     let manifest = read_manifest(&options.corpus)?;
     if manifest.is_empty() {
         bail!(
@@ -436,17 +439,17 @@ pub fn run(pruner: &Pruner, scorer: Arc<dyn Scorer>, options: &EvalOptions) -> R
             continue;
         };
         documents.push(prune_one(
-            pruner, &scorer, options, entry, request, text, &labels,
+            pruner, &scoring, options, entry, request, text, &labels,
         ));
     }
     let threshold = documents
         .iter()
         .find_map(|d| d.threshold)
-        .unwrap_or(options.threshold);
+        .unwrap_or(requested);
     Ok(Report {
         corpus: options.corpus.display().to_string(),
         labels: labels_path.map(|p| p.display().to_string()),
-        scorer: scorer.name().to_string(),
+        scorer: scoring.name().to_string(),
         threshold,
         lang: lang_name(options.lang),
         totals: totals(&documents),
@@ -457,31 +460,36 @@ pub fn run(pruner: &Pruner, scorer: Arc<dyn Scorer>, options: &EvalOptions) -> R
 
 fn prune_one(
     pruner: &Pruner,
-    scorer: &Arc<dyn Scorer>,
+    scoring: &Scoring,
     options: &EvalOptions,
     entry: &ManifestEntry,
     request: String,
     text: String,
     labels: &BTreeMap<String, Labels>,
 ) -> DocResult {
-    let mut turn_options = TurnOptions::new(request);
-    turn_options.threshold = options.threshold;
-    turn_options.lang = options.lang;
-    turn_options.agent = "eval".to_string();
-    turn_options.enabled = true;
-    let mut turn = Turn::new(pruner, scorer.clone(), turn_options).with_log(Arc::new(|_: &str| {}));
     let start = Instant::now();
-    let pruned = turn.on_tool_result(ToolResult::prunable("eval", text));
+    let conversation = pruner.conversation(ConversationOptions {
+        enabled: true,
+        threshold: Some(options.threshold.clone()),
+        lang: options.lang,
+        agent: "eval".to_string(),
+        scoring: Some(scoring.clone()),
+        log: Arc::new(|_: &str| {}),
+        ..ConversationOptions::default()
+    });
+    let pruned = match conversation {
+        Ok(conversation) => conversation.turn(request).on_tool_result(ToolResult::prunable("eval", text)),
+        Err(e) => unreachable!("the threshold was checked in run: {e}"),
+    };
     let wall_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     let ok = pruned.outcome == Outcome::Ok;
-    let report = pruned.report.as_ref();
-    let counts = report.map(|r| &r.counts);
+    let counts = pruned.counts.as_ref();
     let raw_chars = counts.map_or(0, |c| u64::from(c.raw_chars));
     let kept_chars = counts.map_or(0, |c| u64::from(c.kept_chars));
     DocResult {
         file: entry.file.clone(),
-        outcome: outcome_name(pruned.outcome),
-        reduction: net_reduction(pruned.outcome, report.and_then(|r| r.ratio)),
+        outcome: wit_name(&pruned.outcome),
+        reduction: net_reduction(pruned.outcome, pruned.ratio),
         raw_chars,
         saved_chars: if ok {
             raw_chars.saturating_sub(kept_chars)
@@ -491,9 +499,9 @@ fn prune_one(
         paragraphs: counts.map_or(0, |c| c.paragraphs),
         dropped: if ok { counts.map(|c| c.dropped) } else { None },
         calls: counts.map_or(0, |c| c.calls),
-        ms: counts.map_or(0, |c| c.ms),
+        ms: counts.and_then(|c| c.ms),
         wall_ms,
-        threshold: report.map(|r| r.threshold),
+        threshold: pruned.threshold,
         labels: labels_for(labels, entry).map(|l| score_labels(&pruned.body, l)),
     }
 }
@@ -535,7 +543,7 @@ pub fn render_table(report: &Report) -> String {
             doc.dropped
                 .map_or_else(|| "-".to_string(), |d| format!("{d}/{}", doc.paragraphs)),
             doc.calls.to_string(),
-            doc.ms.to_string(),
+            doc.ms.map_or_else(|| "-".to_string(), |ms| ms.to_string()),
             doc.wall_ms.to_string(),
         ];
         match &doc.labels {
@@ -637,9 +645,9 @@ pub struct EvalArgs {
     /// `offline` (the guest's BM25 scorer) or `stub` (word overlap, for tests).
     #[arg(long, value_enum, default_value_t = EvalScorer::Offline)]
     pub scorer: EvalScorer,
-    /// 0.1, 0.2, 0.3 or 0.5; any other value means 0.2.
-    #[arg(long, default_value_t = 0.2)]
-    pub threshold: f64,
+    /// 0.1, 0.2, 0.3 or 0.5 (another value is refused with the guest's message).
+    #[arg(long, default_value = "0.2", allow_hyphen_values = true)]
+    pub threshold: String,
     /// `en` uses `request_en`; `ja` uses `request_ja` and skips documents
     /// without one.
     #[arg(long, value_enum, default_value_t = EvalLang::En)]
@@ -668,9 +676,9 @@ pub enum EvalLang {
 /// Runs `toolprune eval`: the text to print, or a one-line error.
 pub fn cli(args: EvalArgs) -> Result<String, String> {
     let pruner = Pruner::shared().map_err(|e| format!("cannot load the component: {e:#}"))?;
-    let scorer: Arc<dyn Scorer> = match args.scorer {
-        EvalScorer::Offline => Arc::new(OfflineScorer),
-        EvalScorer::Stub => Arc::new(StubScorer),
+    let scoring = match args.scorer {
+        EvalScorer::Offline => Scoring::Offline,
+        EvalScorer::Stub => Scoring::Stub,
     };
     let options = EvalOptions {
         corpus: args.corpus,
@@ -681,7 +689,7 @@ pub fn cli(args: EvalArgs) -> Result<String, String> {
             EvalLang::Ja => Lang::Ja,
         },
     };
-    let report = run(pruner, scorer, &options).map_err(|e| format!("{e:#}"))?;
+    let report = run(pruner, scoring, &options).map_err(|e| format!("{e:#}"))?;
     if args.json {
         let mut out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         out.push('\n');
@@ -710,7 +718,7 @@ mod tests {
     }
 
     fn doc(
-        outcome: &'static str,
+        outcome: &str,
         reduction: f64,
         raw: u64,
         saved: u64,
@@ -718,14 +726,14 @@ mod tests {
     ) -> DocResult {
         DocResult {
             file: "f".into(),
-            outcome,
+            outcome: outcome.to_string(),
             reduction,
             raw_chars: raw,
             saved_chars: saved,
             paragraphs: 10,
             dropped: None,
             calls: 0,
-            ms: 0,
+            ms: None,
             wall_ms: 0,
             threshold: Some(0.2),
             labels: l,

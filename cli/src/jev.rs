@@ -1,29 +1,9 @@
-//! The `toolprune` binary's Jev glue: choosing the scorer for `prune`, Ctrl-C,
-//! and `toolprune jev check`. Part of the binary (`mod cli_jev` in
-//! `main.rs`), not of the library; the work is done by
-//! [`toolprune::jev`].
+//! The CLI's configuration glue: the guest's configuration for this process
+//! (variables and config file resolved by `settings.resolve`), the scorer
+//! for `prune`, and Ctrl-C.
 
-use std::process::ExitCode;
-use std::sync::Arc;
-
-use clap::{Args, Subcommand};
-use toolprune::jev::{self, CancelToken, JevScorer, Settings};
-use toolprune::{OfflineScorer, Pruner, Scorer, StderrLog, StubScorer};
-
-#[derive(Args)]
-pub struct JevArgs {
-    #[command(subcommand)]
-    pub command: JevCommand,
-}
-
-#[derive(Subcommand)]
-pub enum JevCommand {
-    /// Send one two-paragraph request with the configured route and token;
-    /// print the HTTP status, latency and what the guest decoded (calls,
-    /// jev_tokens, scores), or a diagnosis (no token, no account id, 401,
-    /// 402, unreachable, …). Exit 0 when Jev answered.
-    Check,
-}
+use toolprune::types::Config;
+use toolprune::{CancelToken, JevScorer, Pruner, Scoring};
 
 /// The scorer the user named with `--scorer`.
 #[derive(Clone, Copy)]
@@ -35,15 +15,22 @@ pub enum Named {
 
 /// What `prune` runs with.
 pub struct Setup {
-    pub scorer: Arc<dyn Scorer>,
+    pub scoring: Scoring,
     pub enabled: bool,
+    /// The threshold as checked by the guest.
     pub threshold: f64,
     pub jev_model: Option<String>,
+    pub config: Option<Config>,
+}
+
+/// The process environment, for the guest's variables and the token.
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// Ctrl-C cancels scoring (the raw text is printed, outcome `cancelled`); a
 /// second Ctrl-C exits at once with 130.
-fn cancel_on_ctrl_c() -> CancelToken {
+pub fn cancel_on_ctrl_c() -> CancelToken {
     let token = CancelToken::new();
     let handler = token.clone();
     let _ = ctrlc::set_handler(move || {
@@ -55,40 +42,36 @@ fn cancel_on_ctrl_c() -> CancelToken {
     token
 }
 
-/// Settings (flags > environment > config file > defaults) and the scorer
-/// for `prune`. With no `--scorer`, Jev when its credentials are complete,
-/// else offline. `Err` is a usage error (exit 2): `--scorer jev` without
-/// complete credentials.
-pub fn prune_setup(named: Option<Named>, threshold: Option<f64>) -> Result<Setup, String> {
-    let settings = Settings::load(&StderrLog);
-    let threshold = threshold.or(settings.threshold).unwrap_or(0.2);
-    if settings.broken.is_some() {
-        // Pruning is off (already said on stderr): nothing is scored.
-        return Ok(Setup { scorer: Arc::new(OfflineScorer), enabled: false, threshold, jev_model: None });
-    }
-    let enabled = settings.enabled_or(true);
-    let named = named.unwrap_or(if settings.jev.has_credentials() { Named::Jev } else { Named::Offline });
-    let (scorer, jev_model): (Arc<dyn Scorer>, _) = match named {
-        Named::Offline => (Arc::new(OfflineScorer), None),
-        Named::Stub => (Arc::new(StubScorer), None),
-        Named::Jev => {
-            let scorer = JevScorer::new(&settings.jev)
-                .map_err(|problem| format!("--scorer jev: {problem}"))?
-                .with_cancel(cancel_on_ctrl_c());
-            (Arc::new(scorer), settings.jev.jev_model())
+/// Settings (flags > environment > config file > defaults, resolved by the
+/// guest) and the scorer for `prune`. With no `--scorer`: Jev when its
+/// endpoint is complete and the token variable is set, else offline.
+///
+/// `Err` is a usage error (exit 2): a refused `--threshold` (the guest's
+/// message) or `--scorer jev` without a complete configuration.
+pub fn prune_setup(pruner: &Pruner, named: Option<Named>, threshold: Option<&str>) -> Result<Setup, String> {
+    let threshold = match threshold {
+        Some(value) => Some(pruner.threshold(value).map_err(|m| format!("--threshold {value}: {m}"))?),
+        None => None,
+    };
+    let config = match pruner.configuration(&env) {
+        Ok(config) => config,
+        Err(message) => {
+            // The guest's rule: a broken configuration turns pruning off.
+            eprintln!("toolprune: configuration: {message}; pruning is off");
+            let threshold = threshold.unwrap_or(0.2);
+            return Ok(Setup { scoring: Scoring::Offline, enabled: false, threshold, jev_model: None, config: None });
         }
     };
-    Ok(Setup { scorer, enabled, threshold, jev_model })
-}
-
-/// `toolprune jev check`: the report on stdout; 0 when Jev answered, 1 otherwise.
-pub fn check(pruner: &Pruner) -> ExitCode {
-    let settings = Settings::load(&StderrLog);
-    let report = jev::check(pruner, &settings.jev, cancel_on_ctrl_c());
-    print!("{}", report.render());
-    if report.is_ok() && settings.broken.is_none() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    let threshold = threshold.unwrap_or(config.threshold);
+    let jev_ready = config.jev.is_ok() && env(&config.token_variable).is_some();
+    let named = named.unwrap_or(if jev_ready { Named::Jev } else { Named::Offline });
+    let (scoring, jev_model) = match named {
+        Named::Offline => (Scoring::Offline, None),
+        Named::Stub => (Scoring::Stub, None),
+        Named::Jev => {
+            let (scorer, model) = JevScorer::from_env(pruner, &env).map_err(|problem| format!("--scorer jev: {problem}"))?;
+            (Scoring::host(scorer), model)
+        }
+    };
+    Ok(Setup { scoring, enabled: config.enabled, threshold, jev_model, config: Some(config) })
 }

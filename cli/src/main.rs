@@ -18,12 +18,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use toolprune::report::{paragraphs_table, prune_report, split_report};
 use toolprune::types::Lang;
-use toolprune::{Pruner, ToolResult, Turn, TurnOptions};
-
-mod cli_jev;
-mod cli_route;
+use toolprune::{ConversationOptions, Pruner, ToolResult};
+use toolprune_cli::jev as cli_jev;
+use toolprune_cli::report::{prune_report, split_report, split_table};
+use toolprune_cli::route as cli_route;
 
 #[derive(Parser)]
 #[command(
@@ -41,12 +40,14 @@ enum Command {
     /// Prune a document as if a prunable tool had returned it: the body goes
     /// to stdout byte for byte, the `tool prune:` log line to stderr.
     Prune(PruneArgs),
-    /// Show the paragraphs exactly as pruning splits the document.
+    /// Show the units exactly as pruning splits the document (`pruner.inspect`):
+    /// the shape, a wrapper's span, each unit's span and kind (scored, fixed,
+    /// blank); structured JSON says it is not pruned.
     Split(SplitArgs),
     /// Prune every document of a corpus folder; report reduction and recall.
-    Eval(toolprune::eval::EvalArgs),
+    Eval(toolprune_cli::eval::EvalArgs),
     /// Jev over HTTP: `toolprune jev check`.
-    Jev(cli_jev::JevArgs),
+    Jev(JevArgs),
     /// Decide where a message goes with a rules file (the judge router):
     /// the decision to stdout, the `judge:` line to stderr.
     Route(cli_route::RouteArgs),
@@ -55,28 +56,27 @@ enum Command {
 #[derive(Args)]
 struct PruneArgs {
     /// The user's request (the basis is its first 2,000 characters).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     request: String,
-    /// 0.1, 0.2, 0.3 or 0.5; any other value means 0.2. Default: the
-    /// config file's `threshold`, else 0.2.
-    #[arg(long)]
-    threshold: Option<f64>,
-    /// Language of the markers.
-    #[arg(long, value_enum, default_value_t = LangArg::En)]
-    lang: LangArg,
+    /// 0.1, 0.2, 0.3 or 0.5 (another value is refused with exit 2 and the
+    /// text passed through). Default: the configuration's, else 0.2.
+    #[arg(long, allow_hyphen_values = true)]
+    threshold: Option<String>,
+    /// Language of the markers. Default: the configuration's, else `en`.
+    #[arg(long, value_enum)]
+    lang: Option<LangArg>,
     /// Who scores the paragraphs: `offline` is the guest's lexical (BM25)
     /// scorer, nothing leaves the machine; `stub` is a trivial word-overlap
     /// stand-in for tests, not a relevance model; `jev` is TypeSafe's Jev
     /// over HTTP (README "Jev"). Default: `jev` when its credentials are
-    /// set (TOOLPRUNE_JEV_TOKEN, and an account id on Cloudflare), else
-    /// `offline`.
+    /// configured (README "Jev"), else `offline`.
     #[arg(long, value_enum)]
     scorer: Option<ScorerArg>,
     /// Tool name for the log line.
-    #[arg(long, default_value = "cli")]
+    #[arg(long, default_value = "cli", allow_hyphen_values = true)]
     tool: String,
     /// Agent name for the log line.
-    #[arg(long, default_value = "cli")]
+    #[arg(long, default_value = "cli", allow_hyphen_values = true)]
     agent: String,
     /// Print a JSON report (outcome, counts, paragraphs) instead of the body.
     #[arg(long)]
@@ -92,6 +92,21 @@ struct SplitArgs {
     json: bool,
     /// The document; `-` or nothing reads stdin.
     file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct JevArgs {
+    #[command(subcommand)]
+    command: JevCommand,
+}
+
+#[derive(Subcommand)]
+enum JevCommand {
+    /// Send one two-paragraph request with the configured route and token;
+    /// print the HTTP status, latency, what the guest decoded (calls,
+    /// jev_tokens, scores) and the served model, or a diagnosis (no token,
+    /// no account id, 401, 402, unreachable, …). Exit 0 when Jev answered.
+    Check,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -115,11 +130,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Prune(args) => prune(args),
         Command::Split(args) => split(args),
-        Command::Eval(args) => toolprune::eval::cli(args)
+        Command::Eval(args) => toolprune_cli::eval::cli(args)
             .and_then(|out| write_stdout(out.as_bytes()))
             .map(|()| ExitCode::SUCCESS),
         Command::Jev(args) => match args.command {
-            cli_jev::JevCommand::Check => pruner().map(cli_jev::check),
+            JevCommand::Check => pruner().map(jev_check),
         },
         Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
     };
@@ -176,7 +191,8 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
         ScorerArg::Stub => cli_jev::Named::Stub,
         ScorerArg::Jev => cli_jev::Named::Jev,
     });
-    let setup = match cli_jev::prune_setup(named, args.threshold) {
+    let pruner = pruner()?;
+    let setup = match cli_jev::prune_setup(pruner, named, args.threshold.as_deref()) {
         Ok(setup) => setup,
         Err(usage) => {
             // A usage error, but no text is lost: the input goes through unchanged.
@@ -185,53 +201,58 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::from(2));
         }
     };
-    let requested_threshold = setup.threshold;
-    let scorer = setup.scorer;
-    let mut options = TurnOptions::new(args.request);
-    options.threshold = setup.threshold;
-    options.jev_model = setup.jev_model;
-    options.lang = match args.lang {
-        LangArg::Ja => Lang::Ja,
-        LangArg::En => Lang::En,
+    let lang = match args.lang {
+        Some(LangArg::Ja) => Lang::Ja,
+        Some(LangArg::En) => Lang::En,
+        None => setup.config.as_ref().map_or(Lang::En, |c| c.lang),
     };
-    options.agent = args.agent;
-    options.enabled = setup.enabled;
-    let mut turn = Turn::new(pruner()?, scorer.clone(), options);
-    let pruned = turn.on_tool_result(ToolResult::prunable(args.tool, text));
-    if let Some(report) = &pruned.report {
-        // The guest decides the fallback (SPEC §6); the CLI only says it happened.
-        if report.threshold != requested_threshold {
-            eprintln!(
-                "toolprune: warning: threshold {requested_threshold} is not a supported value; {} was used",
-                report.threshold
-            );
-        }
-    }
+    let scorer_name = setup.scoring.name().to_string();
+    let conversation = pruner
+        .conversation(ConversationOptions {
+            enabled: setup.enabled,
+            threshold: Some(setup.threshold.to_string()),
+            lang,
+            agent: args.agent,
+            scoring: Some(setup.scoring),
+            jev_model: setup.jev_model,
+            ..ConversationOptions::default()
+        })
+        .map_err(|e| e.to_string())?;
+    let turn = conversation.turn_with_cancel(args.request, cli_jev::cancel_on_ctrl_c());
+    let result = turn.on_tool_result(ToolResult { report: args.json, ..ToolResult::prunable(args.tool, text) });
     if args.json {
-        let report = prune_report(&pruned, scorer.name());
+        let report = prune_report(&result, &scorer_name);
         let mut out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         out.push('\n');
         write_stdout(out.as_bytes())?;
     } else {
-        write_stdout(pruned.body.as_bytes())?;
+        write_stdout(result.body.as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolprune jev check`: the report on stdout; 0 when Jev answered, 1 otherwise.
+fn jev_check(pruner: &Pruner) -> ExitCode {
+    let report = toolprune_cli::check::check(pruner, &cli_jev::env, cli_jev::cancel_on_ctrl_c());
+    print!("{}", report.render());
+    if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn split(args: SplitArgs) -> Result<ExitCode, String> {
     let bytes = read_input(args.file.as_ref())?;
     let text =
         String::from_utf8(bytes).map_err(|_| "input is not UTF-8; nothing to split".to_string())?;
-    let paragraphs = pruner()?
-        .paragraphs(&text)
-        .map_err(|e| format!("the component failed: {e}"))?;
+    let inspection = pruner()?.inspect(&text).map_err(|e| format!("the component failed: {e}"))?;
     let out = if args.json {
-        let mut out =
-            serde_json::to_string_pretty(&split_report(&paragraphs)).map_err(|e| e.to_string())?;
+        let mut out = serde_json::to_string_pretty(&split_report(&inspection)).map_err(|e| e.to_string())?;
         out.push('\n');
         out
     } else {
-        paragraphs_table(&text, &paragraphs)
+        split_table(&text, &inspection)
     };
     write_stdout(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)

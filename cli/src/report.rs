@@ -1,34 +1,42 @@
 //! Renderings of the guest's answers for people and tools (the CLI's
-//! `--json` and tables). Names follow SPEC §7 and §12 (`no_basis`, …).
-//! Everything shown was counted by the guest.
+//! `--json` and tables). Names are the guest's enum names in SPEC spelling
+//! ([`wit_name`]: `no_basis`, `json_wrapper`, …); every count shown was
+//! counted by the guest.
 
 use serde::Serialize;
-
-use crate::turn::Pruned;
-use crate::types::{fate_name, outcome_name, shape_name, ParagraphInfo, ParagraphKind};
+use toolprune::types::{wit_name, Inspection};
+use toolprune::PruneResult;
 
 /// The `prune --json` report of one result, fields in this order.
 #[derive(Clone, Debug, Serialize)]
 pub struct PruneReport<'a> {
-    /// SPEC §7 name: `ok`, `no_basis`, …, `failed`.
-    pub outcome: &'static str,
-    /// Why the guest gave no answer (`instantiate`, `guest_trap`); omitted otherwise.
+    /// SPEC §7 name: `ok`, `skipped`, `no_basis`, …, `failed`.
+    pub outcome: String,
+    /// For `skipped`: `disabled`, `tool_failed`, `not_prunable`, `too_short`.
+    pub gate: Option<String>,
+    /// Why the host got no guest answer (`guest_trap`); omitted otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
+    pub reason: Option<String>,
+    /// Which limit stopped the guest (`fuel`, `memory`); omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
     /// `text`, `json_wrapper` or `json_array`; null when nothing was split.
-    pub shape: Option<&'static str>,
-    /// The log line's counts (characters, ms); null when the guest failed.
+    pub shape: Option<String>,
+    /// The log line's counts (characters; `ms` null when not measured);
+    /// null when the guest gave no answer.
     pub counts: Option<CountsReport>,
     /// Net reduction; null when no body was assembled.
     pub ratio: Option<f64>,
-    /// Threshold in effect; null when the guest failed.
+    /// Threshold in effect; null when the guest gave no answer.
     pub threshold: Option<f64>,
-    /// [`Scorer::name`](crate::Scorer::name), e.g. `stub`.
+    /// The scorer's label, e.g. `stub`.
     pub scorer: &'a str,
-    /// `P1`, … when the result went into the turn store.
+    /// `P1`, … when the result went into the store.
     pub id: Option<&'a str>,
+    /// The model the Jev service said it ran.
+    pub served_model: Option<&'a str>,
     pub paragraphs: Vec<ParagraphLine>,
-    pub failures: Vec<FailureLine<'a>>,
+    pub failures: Vec<FailureLine>,
 }
 
 /// SPEC §12 counts: characters, paragraphs, batches, tokens, ms.
@@ -40,49 +48,37 @@ pub struct CountsReport {
     pub dropped: u32,
     pub calls: u32,
     pub jev_tokens: u64,
-    pub ms: u32,
+    /// Scoring wall time in ms; null when no host scorer answered.
+    pub ms: Option<u32>,
 }
 
 /// One paragraph's fate: `kept`, `dropped`, `unscored` or `fixed`.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct ParagraphLine {
     pub index: u32,
     /// Characters, separators included.
     pub chars: u32,
     pub score: Option<f64>,
-    pub fate: &'static str,
+    pub fate: String,
 }
 
 /// One failed batch: HTTP status (if any) and class, never a body.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct FailureLine<'a> {
+#[derive(Clone, Debug, Serialize)]
+pub struct FailureLine {
     pub batch: u32,
     pub status: Option<u16>,
-    pub class: &'a str,
+    pub class: String,
 }
 
-/// The report of `pruned`, scored by `scorer` (serialize it with serde_json).
-pub fn prune_report<'a>(pruned: &'a Pruned, scorer: &'a str) -> PruneReport<'a> {
-    let Some(report) = &pruned.report else {
-        return PruneReport {
-            outcome: outcome_name(pruned.outcome),
-            reason: pruned.failure.as_ref().map(|f| f.reason),
-            shape: None,
-            counts: None,
-            ratio: None,
-            threshold: None,
-            scorer,
-            id: None,
-            paragraphs: Vec::new(),
-            failures: Vec::new(),
-        };
-    };
-    let c = &report.counts;
+/// The report of `result`, scored by `scorer` (serialize it with serde_json).
+pub fn prune_report<'a>(result: &'a PruneResult, scorer: &'a str) -> PruneReport<'a> {
     PruneReport {
-        outcome: outcome_name(report.outcome),
-        reason: None,
-        shape: report.shape.map(shape_name),
-        counts: Some(CountsReport {
+        outcome: wit_name(&result.outcome),
+        gate: result.gate.as_ref().map(wit_name),
+        reason: result.failure.as_ref().map(|f| f.reason_name()),
+        limit: result.failure.as_ref().and_then(|f| f.limit.as_ref()).map(wit_name),
+        shape: result.shape.as_ref().map(wit_name),
+        counts: result.counts.as_ref().map(|c| CountsReport {
             raw_chars: c.raw_chars,
             kept_chars: c.kept_chars,
             paragraphs: c.paragraphs,
@@ -91,34 +87,38 @@ pub fn prune_report<'a>(pruned: &'a Pruned, scorer: &'a str) -> PruneReport<'a> 
             jev_tokens: c.jev_tokens,
             ms: c.ms,
         }),
-        ratio: report.ratio,
-        threshold: Some(report.threshold),
+        ratio: result.ratio,
+        threshold: result.threshold,
         scorer,
-        id: report.record.as_ref().map(|r| r.id.as_str()),
-        paragraphs: report
+        id: result.id.as_deref(),
+        served_model: result.served_model.as_deref(),
+        paragraphs: result
             .paragraphs
             .iter()
-            .map(|p| ParagraphLine {
-                index: p.index,
-                chars: p.chars,
-                score: p.score,
-                fate: fate_name(p.fate),
-            })
+            .map(|p| ParagraphLine { index: p.index, chars: p.chars, score: p.score, fate: wit_name(&p.fate) })
             .collect(),
-        failures: report
+        failures: result
             .failures
             .iter()
-            .map(|f| FailureLine {
-                batch: f.batch,
-                status: f.status,
-                class: &f.class,
-            })
+            .map(|f| FailureLine { batch: f.batch, status: f.status, class: wit_name(&f.class) })
             .collect(),
     }
 }
 
-/// One line of `split --json`: spans are `[start, end)` in bytes and characters.
-#[derive(Clone, Copy, Debug, Serialize)]
+/// The `split --json` report (`pruner.inspect`): the shape, a wrapper's
+/// span, and one line per unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct SplitReport {
+    /// `text`, `json_wrapper`, `json_array`; null: structured JSON, not pruned.
+    pub shape: Option<String>,
+    /// A wrapper's string literal in the raw text, bytes `[start, end)`.
+    pub wrapper_span: Option<(u32, u32)>,
+    pub units: Vec<SplitLine>,
+}
+
+/// One unit of `split --json`: spans are `[start, end)` in bytes and
+/// characters of the split text (the raw text, or a wrapper's string).
+#[derive(Clone, Debug, Serialize)]
 pub struct SplitLine {
     pub index: u32,
     pub byte_start: u32,
@@ -126,30 +126,28 @@ pub struct SplitLine {
     pub char_start: u32,
     pub char_end: u32,
     pub chars: u32,
-    /// `scored` or `fixed` (over 6,000 characters, kept unscored).
-    pub kind: &'static str,
+    /// `scored`, `fixed` (over 6,000 characters, kept unscored) or `blank`.
+    pub kind: String,
 }
 
-/// The `split --json` report: one [`SplitLine`] per paragraph.
-pub fn split_report(paragraphs: &[ParagraphInfo]) -> Vec<SplitLine> {
-    paragraphs
-        .iter()
-        .map(|p| SplitLine {
-            index: p.index,
-            byte_start: p.byte_start,
-            byte_end: p.byte_end,
-            char_start: p.char_start,
-            char_end: p.char_end,
-            chars: p.char_end.saturating_sub(p.char_start),
-            kind: kind_name(p.kind),
-        })
-        .collect()
-}
-
-fn kind_name(kind: ParagraphKind) -> &'static str {
-    match kind {
-        ParagraphKind::Scored => "scored",
-        ParagraphKind::Fixed => "fixed",
+/// The `split --json` report of an inspection.
+pub fn split_report(inspection: &Inspection) -> SplitReport {
+    SplitReport {
+        shape: inspection.shape.as_ref().map(wit_name),
+        wrapper_span: inspection.wrapper_span,
+        units: inspection
+            .units
+            .iter()
+            .map(|u| SplitLine {
+                index: u.index,
+                byte_start: u.byte_start,
+                byte_end: u.byte_end,
+                char_start: u.char_start,
+                char_end: u.char_end,
+                chars: u.char_end.saturating_sub(u.char_start),
+                kind: wit_name(&u.kind),
+            })
+            .collect(),
     }
 }
 
@@ -174,24 +172,34 @@ pub fn preview(text: &str, max: usize) -> String {
     out
 }
 
-/// The `split` table: `index  bytes  chars  kind  text`, one paragraph per
-/// line, each ending in `\n`; `text` is a [`preview`] of 60 characters.
-pub fn paragraphs_table(text: &str, paragraphs: &[ParagraphInfo]) -> String {
-    let mut out = format!(
-        "{:>5}  {:<17}  {:>6}  {:<6}  {}\n",
-        "index", "bytes", "chars", "kind", "text"
-    );
-    for p in paragraphs {
-        let slice = text
-            .get(p.byte_start as usize..p.byte_end as usize)
-            .unwrap_or("");
+/// The `split` table: a `shape:` line (with the wrapper's span, or `not
+/// pruned: structured`), then `index  bytes  chars  kind  text`, one unit per
+/// line; `text` is a [`preview`] of 60 characters. For a wrapper the spans
+/// are in its decoded string (the literal read as JSON here, for display).
+pub fn split_table(text: &str, inspection: &Inspection) -> String {
+    let mut out = match (&inspection.shape, inspection.wrapper_span) {
+        (None, _) => "shape: none (not pruned: structured)\n".to_string(),
+        (Some(shape), Some((start, end))) => format!("shape: {} (string literal at bytes {start}..{end})\n", wit_name(shape)),
+        (Some(shape), None) => format!("shape: {}\n", wit_name(shape)),
+    };
+    if inspection.shape.is_none() {
+        return out;
+    }
+    out.push_str(&format!("{:>5}  {:<17}  {:>6}  {:<6}  {}\n", "index", "bytes", "chars", "kind", "text"));
+    let decoded: Option<String> = inspection
+        .wrapper_span
+        .and_then(|(start, end)| text.get(start as usize..end as usize))
+        .and_then(|literal| serde_json::from_str(literal).ok());
+    let source = decoded.as_deref().unwrap_or(text);
+    for u in &inspection.units {
+        let slice = source.get(u.byte_start as usize..u.byte_end as usize);
         out.push_str(&format!(
             "{:>5}  {:<17}  {:>6}  {:<6}  {}\n",
-            p.index,
-            format!("{}..{}", p.byte_start, p.byte_end),
-            p.char_end.saturating_sub(p.char_start),
-            kind_name(p.kind),
-            preview(slice, 60),
+            u.index,
+            format!("{}..{}", u.byte_start, u.byte_end),
+            u.char_end.saturating_sub(u.char_start),
+            wit_name(&u.kind),
+            slice.map_or_else(|| "-".to_string(), |s| preview(s, 60)),
         ));
     }
     out

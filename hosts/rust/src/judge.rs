@@ -7,11 +7,10 @@
 //! writes the log line.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use toolprune::judge::{Judge, Verdict};
-//! use toolprune::{Pruner, StderrLog, StubScorer};
+//! use toolprune::Pruner;
 //!
-//! let judge = Judge::new(Pruner::shared()?, Arc::new(StubScorer));
+//! let judge = Judge::new(Pruner::shared()?, None);
 //! let rules = std::fs::read_to_string("judge.toml")?;
 //! let answers = std::fs::read_to_string("answers.json")?; // a Jev response
 //! let decision = judge.route_with_answers(&rules, "Compare three CI services", &answers)?;
@@ -23,10 +22,13 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::engine::{GuestFailure, Limits, Pruner};
+use crate::cancel::CancelToken;
+use crate::engine::{HostFailure, Pruner};
 use crate::log::{LogSink, StderrLog};
-use crate::scorer::Scorer;
+use crate::scorer::{run_host_scorer, Scorer};
+use crate::types::Operation;
 
 pub use crate::engine::wit::exports::toolprune::pruner::judge::{
     Answer, Decision, LoadError, QuestionKind, Verdict,
@@ -37,9 +39,9 @@ pub use crate::engine::wit::exports::toolprune::pruner::judge::{
 pub enum RouteError {
     /// The rules file is not valid: every problem, in line order.
     Rules(Vec<LoadError>),
-    /// The guest trapped or hit a limit (logged as `judge: rule=- failed
-    /// reason=guest_trap`).
-    Guest(GuestFailure),
+    /// The guest trapped or hit a limit (logged with the guest's
+    /// `settings.failure-line` for `judge`).
+    Guest(HostFailure),
 }
 
 impl fmt::Display for RouteError {
@@ -63,45 +65,29 @@ pub fn render_load_errors(file: &str, errors: &[LoadError]) -> String {
         .collect()
 }
 
-/// `routed`, `returned` or `failed`.
-pub fn verdict_name(verdict: &Verdict) -> &'static str {
-    match verdict {
-        Verdict::Routed(_) => "routed",
-        Verdict::Returned(_) => "returned",
-        Verdict::Failed(_) => "failed",
-    }
-}
-
-/// `choice`, `noul` or `score`.
-pub fn kind_name(kind: QuestionKind) -> &'static str {
-    match kind {
-        QuestionKind::Choice => "choice",
-        QuestionKind::Noul => "noul",
-        QuestionKind::Score => "score",
-    }
-}
-
 /// Judges messages with a rules file. Each call runs in a fresh instance of
 /// the component (a judgement keeps nothing between calls).
 pub struct Judge {
     pruner: Pruner,
-    scorer: Arc<dyn Scorer>,
+    scorer: Option<Arc<dyn Scorer>>,
     jev_model: Option<String>,
-    limits: Limits,
     log: Arc<dyn LogSink>,
+    cancel: CancelToken,
+    deadline_cap: Option<Duration>,
 }
 
 impl Judge {
-    /// A judge whose one call goes to `scorer` (a Jev scorer: one that
-    /// answers with scores cannot judge, and the decision is `failed`,
-    /// `no-answer`). Logs to stderr.
-    pub fn new(pruner: &Pruner, scorer: Arc<dyn Scorer>) -> Self {
+    /// A judge whose live calls go to `scorer` (a Jev scorer; one that
+    /// answers with scores cannot judge: the decision is `failed`,
+    /// `no-answer`), or none (fixed answers only). Logs to stderr.
+    pub fn new(pruner: &Pruner, scorer: Option<Arc<dyn Scorer>>) -> Self {
         Judge {
             pruner: pruner.clone(),
             scorer,
             jev_model: None,
-            limits: Limits::default(),
             log: Arc::new(StderrLog),
+            cancel: CancelToken::new(),
+            deadline_cap: None,
         }
     }
 
@@ -117,48 +103,46 @@ impl Judge {
         self
     }
 
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+    /// Stop waiting for Jev when `cancel` is cancelled.
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// **Test-only**: lowers the deadline to `cap`.
+    pub fn with_deadline_cap(mut self, cap: Duration) -> Self {
+        self.deadline_cap = Some(cap);
         self
     }
 
     /// Decides with fixed answers: `answers` is the text of a Jev response
-    /// (bare or in the Cloudflare envelope). No call is made (the `route`
-    /// export with answers). This is how rules are tested: hold the answers,
-    /// vary the rules.
-    pub fn route_with_answers(
-        &self,
-        rules: &str,
-        message: &str,
-        answers: &str,
-    ) -> Result<Decision, RouteError> {
+    /// (bare or in the Cloudflare envelope). No call is made (the guest's
+    /// `route`). This is how rules are tested: hold the answers, vary the rules.
+    pub fn route_with_answers(&self, rules: &str, message: &str, answers: &str) -> Result<Decision, RouteError> {
         let model = self.jev_model.as_deref();
-        self.settle(
-            self.call(|guest, store| guest.call_route(store, rules, message, model, Some(answers))),
-        )
+        let bytes = rules.len() + message.len() + answers.len();
+        let decided = self.pruner.instantiate().and_then(|mut instance| {
+            instance.call_sized(bytes, |g, s| g.toolprune_pruner_judge().call_route(s, rules, message, model, answers))
+        });
+        self.settle(decided)
     }
 
-    /// Decides with one call to the scorer, made by the guest through the
-    /// `scorer` import (the `route` export without answers).
+    /// Decides with one live call through the `judge-job` resource: `load`,
+    /// its `scoring-request` to the scorer (outside the guest, under the
+    /// deadline), `finish`. Without a scorer the answer is `failed`
+    /// (`no-answer`), as for any scorer failure.
     pub fn route(&self, rules: &str, message: &str) -> Result<Decision, RouteError> {
         let model = self.jev_model.as_deref();
-        self.settle(self.call(|guest, store| guest.call_route(store, rules, message, model, None)))
-    }
-
-    /// The same decision through the `judge-job` resource, the path of hosts
-    /// that must not block: `load`, its `scoring-request` to
-    /// [`Scorer::score`] (outside the guest), `finish`.
-    pub fn route_via_job(&self, rules: &str, message: &str) -> Result<Decision, RouteError> {
-        let model = self.jev_model.as_deref();
-        let mut instance = match self.pruner.instantiate(self.scorer.clone(), self.limits) {
+        let bytes = rules.len() + message.len();
+        let mut instance = match self.pruner.instantiate() {
             Ok(instance) => instance,
             Err(failure) => return self.settle(Err(failure)),
         };
-        let loaded = instance.call_judge(|guest, store| {
-            let job = guest.judge_job();
-            match job.call_load(&mut *store, rules, message, model)? {
+        let loaded = instance.call_sized(bytes, |g, s| {
+            let job = g.toolprune_pruner_judge().judge_job();
+            match job.call_load(&mut *s, rules, message, model)? {
                 Ok(handle) => {
-                    let request = job.call_scoring_request(&mut *store, handle)?;
+                    let request = job.call_scoring_request(&mut *s, handle)?;
                     Ok(Ok((handle, request)))
                 }
                 Err(errors) => Ok(Err(errors)),
@@ -169,32 +153,26 @@ impl Judge {
             Ok(Err(errors)) => return self.settle(Ok(Err(errors))),
             Err(failure) => return self.settle(Err(failure)),
         };
-        let response = self.scorer.score(&request);
-        let decision = instance.call_judge(|guest, store| {
-            let decision = guest
-                .judge_job()
-                .call_finish(&mut *store, handle, &response)?;
-            handle.resource_drop(&mut *store)?;
+        let response = match &self.scorer {
+            Some(scorer) => {
+                let pruner = self.pruner.clone();
+                let mut retry = |facts: crate::types::RetryFacts| pruner.retry_delay(facts);
+                run_host_scorer(scorer, request, &self.cancel, self.deadline_cap, &mut retry)
+            }
+            None => crate::types::ScoringResponse {
+                answers: Ok(request.batches.iter().map(|_| crate::types::BatchAnswer::Failed(crate::types::Failure::Network)).collect()),
+                elapsed_ms: 0,
+            },
+        };
+        let decision = instance.call_sized(bytes, |g, s| {
+            let decision = g.toolprune_pruner_judge().judge_job().call_finish(&mut *s, handle, &response)?;
+            handle.resource_drop(&mut *s)?;
             Ok(Ok(decision))
         });
         self.settle(decision)
     }
 
-    fn call<R>(
-        &self,
-        f: impl FnOnce(
-            &crate::engine::JudgeGuest,
-            &mut wasmtime::Store<crate::engine::HostState>,
-        ) -> wasmtime::Result<R>,
-    ) -> Result<R, GuestFailure> {
-        let mut instance = self.pruner.instantiate(self.scorer.clone(), self.limits)?;
-        instance.call_judge(f)
-    }
-
-    fn settle(
-        &self,
-        answer: Result<Result<Decision, Vec<LoadError>>, GuestFailure>,
-    ) -> Result<Decision, RouteError> {
+    fn settle(&self, answer: Result<Result<Decision, Vec<LoadError>>, HostFailure>) -> Result<Decision, RouteError> {
         match answer {
             Ok(Ok(decision)) => {
                 self.log.line(&decision.log_line);
@@ -202,43 +180,9 @@ impl Judge {
             }
             Ok(Err(errors)) => Err(RouteError::Rules(errors)),
             Err(failure) => {
-                self.log
-                    .line(&format!("judge: rule=- failed {}", failure.log_fields()));
+                self.log.line(&self.pruner.failure_line(Operation::Judge, "", "", &failure));
                 Err(RouteError::Guest(failure))
             }
         }
     }
-}
-
-/// A decision as JSON (`toolprune route --json`).
-pub fn decision_json(decision: &Decision) -> serde_json::Value {
-    let (to, note, reason) = match &decision.verdict {
-        Verdict::Routed(to) => (Some(to.clone()), None, None),
-        Verdict::Returned(note) => (None, note.clone(), None),
-        Verdict::Failed(reason) => (None, None, Some(reason.clone())),
-    };
-    let answers: Vec<serde_json::Value> = decision
-        .answers
-        .iter()
-        .map(|a| {
-            serde_json::json!({
-                "question": a.question,
-                "type": kind_name(a.kind),
-                "value": a.value,
-                "p": a.p,
-                "margin": a.margin,
-                "mean": a.mean,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "verdict": verdict_name(&decision.verdict),
-        "to": to,
-        "note": note,
-        "reason": reason,
-        "rule": decision.rule,
-        "answers": answers,
-        "jev_tokens": decision.jev_tokens,
-        "log": decision.log_line,
-    })
 }

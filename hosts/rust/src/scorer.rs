@@ -1,61 +1,171 @@
-//! Scorers: what the host does when the guest calls the `scorer` import
-//! (SPEC §5, §14). One call per tool result, carrying every batch.
+//! Who scores a result's paragraphs (SPEC §5, §14), and how the host runs a
+//! scorer: on its own thread, under the deadline, cancellable, with
+//! failures folded into per-batch `failed(network)` (SPEC §11).
 //!
-//! The Jev scorer (HTTP POST of each `jev-body`, the secret added as a
-//! header, up to `policy.max-in-flight` in flight, `policy.deadline-ms`,
-//! retries on `policy.retry-on`) is [`crate::jev::JevScorer`]; the scorers
-//! here make no network call at all.
+//! - [`Scoring`]: the guest's offline scorer, the stub (the guest's
+//!   `pruner.stub-scores`), or a host [`Scorer`] (Jev, a test scorer).
+//! - [`Scorer`]: what a host scorer implements: one call per tool result,
+//!   every batch, with a [`ScoringContext`] (deadline, stop, retry rule).
+//! - [`ScriptedScorer`]: fixed answers for tests.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, HashMap};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::types::{BatchAnswer, Failure, ScorerChoice, ScoringRequest, ScoringResponse, ScoringStop};
+use crate::cancel::CancelToken;
+use crate::types::{BatchAnswer, Failure, RetryFacts, ScorerChoice, ScoringRequest, ScoringResponse, ScoringStop};
 
-/// Answers the guest's scoring requests.
-///
-/// Implementations must not panic: a panic unwinds through wasmtime into the
-/// host. A scorer that cannot score answers `failed(…)` per batch, or stops
-/// with `timeout` / `cancelled` (SPEC §11).
-pub trait Scorer: Send + Sync {
-    /// A short label for reports (`--json`'s `scorer`), e.g. `stub`.
-    fn name(&self) -> &str;
+/// Who scores the paragraphs of a result.
+#[derive(Clone, Default)]
+pub enum Scoring {
+    /// The guest's offline lexical scorer: no request, nothing leaves the
+    /// machine (`scorer=offline` in the log).
+    #[default]
+    Offline,
+    /// The word-overlap stub (tests and demos, not a relevance model),
+    /// answered by the guest's `pruner.stub-scores` (`scorer=stub`).
+    Stub,
+    /// A host scorer: Jev ([`crate::JevScorer`]) or your own.
+    Host(Arc<dyn Scorer>),
+}
 
-    /// Scores every batch of `request` and reports one answer per batch, in
-    /// order, or a stop. The scorer measures `elapsed-ms` itself (wall time
-    /// of the whole call, in ms): it is the log line's `ms=`.
-    fn score(&self, request: &ScoringRequest) -> ScoringResponse;
-
-    /// What the guest is told: the imported scorer under [`Scorer::name`]
-    /// (the default), or the guest's own offline scorer.
-    fn choice(&self) -> ScorerChoice {
-        ScorerChoice::Host(self.name().to_string())
+impl std::fmt::Debug for Scoring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scoring::Offline => f.write_str("Offline"),
+            Scoring::Stub => f.write_str("Stub"),
+            Scoring::Host(scorer) => write!(f, "Host({})", scorer.name()),
+        }
     }
 }
 
-/// The guest's offline lexical scorer (BM25 over the document's own
-/// paragraphs, compiled into the component): the guest never calls the
-/// `scorer` import, nothing leaves the machine, and every host gives the same
-/// bytes. `calls=0`, `jev_tokens=0` in the log.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct OfflineScorer;
-
-impl Scorer for OfflineScorer {
-    fn name(&self) -> &str {
-        "offline"
+impl Scoring {
+    /// A host scorer.
+    pub fn host(scorer: impl Scorer + 'static) -> Self {
+        Scoring::Host(Arc::new(scorer))
     }
 
-    /// Never called by the guest for an offline choice; answers like a
-    /// scorer that could not score, so a misuse fails open.
-    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
-        ScoringResponse {
-            answers: Ok(request.batches.iter().map(|_| BatchAnswer::Failed(Failure::Network)).collect()),
-            elapsed_ms: 0,
+    /// The label of the log line's `scorer=` and of reports.
+    pub fn name(&self) -> &str {
+        match self {
+            Scoring::Offline => "offline",
+            Scoring::Stub => "stub",
+            Scoring::Host(scorer) => scorer.name(),
         }
     }
 
-    fn choice(&self) -> ScorerChoice {
-        ScorerChoice::Offline
+    /// What the guest is told (`prune-input.scorer`).
+    pub(crate) fn choice(&self) -> ScorerChoice {
+        match self {
+            Scoring::Offline => ScorerChoice::Offline,
+            other => ScorerChoice::Host(other.name().to_string()),
+        }
+    }
+}
+
+/// A host scorer (SPEC §14): answers every batch of one tool result.
+///
+/// Called on a thread of its own. The host enforces the deadline
+/// (`policy.deadline-ms`) and cancellation whatever the scorer does: past
+/// them it stops waiting and the result is `timeout` / `cancelled`. An
+/// `Err`, a panic, or a wrong number of answers is a scorer failure: every
+/// batch `failed(network)` (the guest's outcome `failed` and its log line).
+/// A long-running scorer should watch [`ScoringContext::is_stopped`] or
+/// wait with [`ScoringContext::sleep`].
+pub trait Scorer: Send + Sync {
+    /// A short label for the log line's `scorer=` (e.g. `jev`).
+    fn name(&self) -> &str;
+
+    /// One answer per batch of `request`, in order.
+    fn score(&self, request: &ScoringRequest, context: &ScoringContext) -> anyhow::Result<Vec<BatchAnswer>>;
+}
+
+/// Set when the host stopped waiting: a scorer takes no new work, skips
+/// retries and wakes from its waits.
+#[derive(Default)]
+pub(crate) struct Stop {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Stop {
+    pub(crate) fn set(&self) {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sleep(&self, wait: Duration) -> bool {
+        let guard = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .wake
+            .wait_timeout_while(guard, wait, |stopped| !*stopped)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+}
+
+enum Event {
+    Done(Option<Vec<BatchAnswer>>),
+    Retry(RetryFacts, mpsc::SyncSender<Option<u32>>),
+    Cancelled,
+}
+
+/// What a host scorer gets with a request: the deadline, whether the host
+/// stopped waiting, and the guest's retry rule. Cheap to clone (share it
+/// with worker threads).
+#[derive(Clone)]
+pub struct ScoringContext {
+    deadline: Instant,
+    stop: Arc<Stop>,
+    events: mpsc::Sender<Event>,
+}
+
+impl ScoringContext {
+    /// When the host stops waiting (the result's deadline, SPEC §11).
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Time left before the deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// The host stopped waiting (deadline, cancellation): give up.
+    pub fn is_stopped(&self) -> bool {
+        self.stop.is_set()
+    }
+
+    /// Sleeps `wait` unless the host stops waiting first; true when stopped.
+    pub fn sleep(&self, wait: Duration) -> bool {
+        self.stop.sleep(wait)
+    }
+
+    /// The guest's retry rule (`settings.retry-delay`, SPEC §11) after
+    /// attempt number `attempt` (1 for the first) failed with `status`
+    /// (none: a network error) and these headers: the wait before the next
+    /// attempt, or none (give up: the batch fails). Asked of the thread that
+    /// owns the guest, which answers while it waits for the scorer; none
+    /// once it stopped waiting.
+    pub fn retry_delay(
+        &self,
+        attempt: u32,
+        status: Option<u16>,
+        retry_after: Option<String>,
+        retry_after_ms: Option<String>,
+    ) -> Option<Duration> {
+        let now_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let remaining_ms = u32::try_from(self.remaining().as_millis()).unwrap_or(u32::MAX);
+        let facts = RetryFacts { attempt, status, retry_after, retry_after_ms, now_unix_ms, remaining_ms };
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.events.send(Event::Retry(facts, reply)).ok()?;
+        answer.recv().ok().flatten().map(|ms| Duration::from_millis(u64::from(ms)))
     }
 }
 
@@ -63,66 +173,75 @@ fn elapsed_ms(since: Instant) -> u32 {
     u32::try_from(since.elapsed().as_millis()).unwrap_or(u32::MAX)
 }
 
-/// **A stub, not a relevance model.** Deterministic, offline: scores a
-/// paragraph by the words it shares with the basis.
-///
-/// Words are maximal runs of alphanumeric characters, lowercased, of at least
-/// 4 characters. With `B` the basis's distinct words and `share` the part of
-/// `B` that occurs in the chunk, the score is `min(1, 2 × share)`; a basis
-/// without such words leaves every paragraph unscored (kept). Text without
-/// spaces (Japanese) forms few, long words: the stub is of little use there.
-/// Answers with `batch-answer::scores`; never fails. `name()` is `"stub"`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct StubScorer;
-
-impl StubScorer {
-    fn words(text: &str) -> BTreeSet<String> {
-        text.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.chars().nth(3).is_some())
-            .map(str::to_lowercase)
-            .collect()
-    }
-
-    /// The stub's score of one chunk against a basis, in [0, 1], or none.
-    pub fn score_chunk(basis: &str, chunk: &str) -> Option<f64> {
-        Self::score_words(&Self::words(basis), chunk)
-    }
-
-    fn score_words(basis: &BTreeSet<String>, chunk: &str) -> Option<f64> {
-        if basis.is_empty() {
-            return None;
-        }
-        let chunk = Self::words(chunk);
-        let shared = basis.iter().filter(|w| chunk.contains(*w)).count();
-        Some((2.0 * shared as f64 / basis.len() as f64).min(1.0))
-    }
+/// Every batch `failed(network)`: what a scorer failure becomes.
+fn all_failed(request: &ScoringRequest) -> Vec<BatchAnswer> {
+    request.batches.iter().map(|_| BatchAnswer::Failed(Failure::Network)).collect()
 }
 
-impl Scorer for StubScorer {
-    fn name(&self) -> &str {
-        "stub"
+/// Runs `scorer` on `request` on a thread of its own and waits for it, at
+/// most until the deadline (`policy.deadline-ms`, lowered to `deadline_cap`
+/// when given: tests). While waiting it answers the scorer's retry
+/// questions with `retry` (the guest's rule). Cancellation wins over the
+/// deadline. Never panics.
+pub(crate) fn run_host_scorer(
+    scorer: &Arc<dyn Scorer>,
+    request: ScoringRequest,
+    cancel: &CancelToken,
+    deadline_cap: Option<Duration>,
+    retry: &mut dyn FnMut(RetryFacts) -> Option<u32>,
+) -> ScoringResponse {
+    let start = Instant::now();
+    let mut budget = Duration::from_millis(u64::from(request.policy.deadline_ms));
+    if let Some(cap) = deadline_cap {
+        budget = budget.min(cap);
     }
-
-    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
-        let start = Instant::now();
-        let basis = Self::words(&request.basis);
-        let answers = request
-            .batches
-            .iter()
-            .map(|batch| {
-                BatchAnswer::Scores(
-                    batch
-                        .chunks
-                        .iter()
-                        .map(|chunk| Self::score_words(&basis, chunk))
-                        .collect(),
-                )
-            })
-            .collect();
-        ScoringResponse {
-            answers: Ok(answers),
-            elapsed_ms: elapsed_ms(start),
+    let deadline = start + budget;
+    let (tx, rx) = mpsc::channel::<Event>();
+    let wake = tx.clone();
+    let _subscription = cancel.subscribe(move || {
+        let _ = wake.send(Event::Cancelled);
+    });
+    let respond = |answers: Result<Vec<BatchAnswer>, ScoringStop>| ScoringResponse { answers, elapsed_ms: elapsed_ms(start) };
+    // Checked after subscribing, so no cancellation is missed.
+    if cancel.is_cancelled() {
+        return respond(Err(ScoringStop::Cancelled));
+    }
+    let stop = Arc::new(Stop::default());
+    let context = ScoringContext { deadline, stop: stop.clone(), events: tx.clone() };
+    let batches = request.batches.len();
+    let failed = all_failed(&request);
+    let thread_scorer = scorer.clone();
+    let done = tx;
+    let spawned = std::thread::Builder::new().name("toolprune-scorer".into()).spawn(move || {
+        let answers = catch_unwind(AssertUnwindSafe(|| thread_scorer.score(&request, &context)));
+        let answers = match answers {
+            Ok(Ok(answers)) if answers.len() == request.batches.len() => Some(answers),
+            _ => None,
+        };
+        let _ = done.send(Event::Done(answers));
+    });
+    if spawned.is_err() {
+        return respond(Ok(failed));
+    }
+    let outcome = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Event::Done(Some(answers))) => break Ok(answers),
+            Ok(Event::Done(None)) => break Ok(failed),
+            Ok(Event::Retry(facts, reply)) => {
+                let _ = reply.send(retry(facts));
+            }
+            Ok(Event::Cancelled) => break Err(ScoringStop::Cancelled),
+            Err(RecvTimeoutError::Timeout) => break Err(ScoringStop::Timeout),
+            Err(RecvTimeoutError::Disconnected) => break Ok(failed),
         }
+    };
+    stop.set();
+    debug_assert!(batches == 0 || outcome.as_ref().map_or(true, |a| a.len() == batches));
+    match outcome {
+        // Cancellation wins over the deadline (SPEC §11).
+        Err(ScoringStop::Timeout) if cancel.is_cancelled() => respond(Err(ScoringStop::Cancelled)),
+        other => respond(other),
     }
 }
 
@@ -138,8 +257,6 @@ pub struct ScriptedScorer {
     scores: HashMap<u32, Option<f64>>,
     batches: BTreeMap<usize, BatchAnswer>,
     delay: Duration,
-    stop: Option<ScoringStop>,
-    elapsed_ms: Option<u32>,
     seen: Mutex<Vec<ScoringRequest>>,
 }
 
@@ -157,8 +274,6 @@ impl ScriptedScorer {
             scores: HashMap::new(),
             batches: BTreeMap::new(),
             delay: Duration::ZERO,
-            stop: None,
-            elapsed_ms: None,
             seen: Mutex::new(Vec::new()),
         }
     }
@@ -191,36 +306,27 @@ impl ScriptedScorer {
         self
     }
 
-    /// Batch `batch` fails (e.g. `Failure::Http(500)`, `Failure::Network`).
-    pub fn fail_batch(mut self, batch: usize, failure: Failure) -> Self {
-        self.batches.insert(batch, BatchAnswer::Failed(failure));
+    /// Batch `batch` gets this answer (`failed(…)`, `jev-response(…)`, `scores(…)`).
+    pub fn answer(mut self, batch: usize, answer: BatchAnswer) -> Self {
+        self.batches.insert(batch, answer);
         self
+    }
+
+    /// Batch `batch` fails (e.g. `Failure::Http(500)`, `Failure::Network`).
+    pub fn fail_batch(self, batch: usize, failure: Failure) -> Self {
+        self.answer(batch, BatchAnswer::Failed(failure))
     }
 
     /// Batch `batch` is answered with a raw Jev response body (SPEC §5),
     /// for the guest to decode.
-    pub fn jev_response(mut self, batch: usize, body: impl Into<String>) -> Self {
-        self.batches
-            .insert(batch, BatchAnswer::JevResponse(body.into()));
-        self
+    pub fn jev_response(self, batch: usize, body: impl Into<String>) -> Self {
+        self.answer(batch, BatchAnswer::JevResponse(body.into()))
     }
 
-    /// Sleep this long before answering (a real wait on the calling thread).
+    /// Sleep this long before answering (a real wait on the scorer's thread;
+    /// the host's deadline still applies).
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
-        self
-    }
-
-    /// Answer the whole request with a stop (`timeout` or `cancelled`).
-    pub fn stop(mut self, stop: ScoringStop) -> Self {
-        self.stop = Some(stop);
-        self
-    }
-
-    /// Report this `elapsed-ms` instead of the measured wall time (for
-    /// byte-exact log lines).
-    pub fn elapsed_ms(mut self, ms: u32) -> Self {
-        self.elapsed_ms = Some(ms);
         self
     }
 
@@ -240,78 +346,21 @@ impl Scorer for ScriptedScorer {
         "scripted"
     }
 
-    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
-        let start = Instant::now();
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(request.clone());
+    fn score(&self, request: &ScoringRequest, context: &ScoringContext) -> anyhow::Result<Vec<BatchAnswer>> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
         if !self.delay.is_zero() {
-            std::thread::sleep(self.delay);
+            context.sleep(self.delay);
         }
-        let answers = match self.stop {
-            Some(stop) => Err(stop),
-            None => Ok(request
-                .batches
-                .iter()
-                .enumerate()
-                .map(|(i, batch)| match self.batches.get(&i) {
-                    Some(answer) => answer.clone(),
-                    None => BatchAnswer::Scores(
-                        batch
-                            .paragraphs
-                            .iter()
-                            .map(|p| *self.scores.get(p).unwrap_or(&self.default_score))
-                            .collect(),
-                    ),
-                })
-                .collect()),
-        };
-        ScoringResponse {
-            answers,
-            elapsed_ms: self.elapsed_ms.unwrap_or_else(|| elapsed_ms(start)),
-        }
-    }
-}
-
-/// For instances that must never score (inspection calls): answers
-/// `cancelled`, so a guest that calls anyway fails open.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct NoScorer;
-
-impl Scorer for NoScorer {
-    fn name(&self) -> &str {
-        "none"
-    }
-
-    fn score(&self, _request: &ScoringRequest) -> ScoringResponse {
-        ScoringResponse {
-            answers: Err(ScoringStop::Cancelled),
-            elapsed_ms: 0,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::StubScorer;
-
-    #[test]
-    fn the_stub_scores_the_share_of_basis_words_doubled_and_capped() {
-        // Basis words of ≥ 4 characters: resume, broken, stream (3).
-        let basis = "How to resume a broken SSE stream?";
-        assert_eq!(
-            StubScorer::score_chunk(basis, "Nothing related."),
-            Some(0.0)
-        );
-        assert_eq!(
-            StubScorer::score_chunk(basis, "A STREAM can break."),
-            Some(2.0 / 3.0)
-        );
-        assert_eq!(
-            StubScorer::score_chunk(basis, "Resume the stream."),
-            Some(1.0)
-        );
-        assert_eq!(StubScorer::score_chunk("a b c", "anything"), None);
+        Ok(request
+            .batches
+            .iter()
+            .enumerate()
+            .map(|(i, batch)| match self.batches.get(&i) {
+                Some(answer) => answer.clone(),
+                None => BatchAnswer::Scores(
+                    batch.paragraphs.iter().map(|p| *self.scores.get(p).unwrap_or(&self.default_score)).collect(),
+                ),
+            })
+            .collect())
     }
 }
