@@ -41,6 +41,18 @@ impl std::fmt::Debug for Scoring {
     }
 }
 
+impl<T: Scorer + 'static> From<Arc<T>> for Scoring {
+    fn from(scorer: Arc<T>) -> Self {
+        Scoring::Host(scorer)
+    }
+}
+
+impl From<Arc<dyn Scorer>> for Scoring {
+    fn from(scorer: Arc<dyn Scorer>) -> Self {
+        Scoring::Host(scorer)
+    }
+}
+
 impl Scoring {
     /// A host scorer.
     pub fn host(scorer: impl Scorer + 'static) -> Self {

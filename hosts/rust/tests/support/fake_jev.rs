@@ -63,6 +63,8 @@ pub struct Reply {
     pub delay: Duration,
     /// Never answer (until the server is dropped or 60 s pass).
     pub stall: bool,
+    /// Close the connection without an answer (a network error).
+    pub close: bool,
 }
 
 impl Reply {
@@ -73,6 +75,7 @@ impl Reply {
             body: format!("{{\"error\":\"status {status}\",\"echo\":\"Authorization: Bearer <echoed>\"}}"),
             delay: Duration::ZERO,
             stall: false,
+            close: false,
         }
     }
 
@@ -235,6 +238,10 @@ fn serve(stream: TcpStream, state: &State) {
             std::thread::sleep(reply.delay);
         }
         state.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if reply.close {
+            let _ = writer.shutdown(std::net::Shutdown::Both);
+            return;
+        }
         let mut head = format!(
             "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
             reply.status,
