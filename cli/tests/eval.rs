@@ -7,9 +7,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use toolprune::eval::{run, EvalOptions, Tally};
-use toolprune::types::{BatchAnswer, Lang, ScoringRequest, ScoringResponse};
-use toolprune::{Pruner, Scorer};
+use toolprune_cli::eval::{run, EvalOptions, Tally};
+use toolprune::types::{BatchAnswer, Lang, ScoringRequest};
+use toolprune::{Pruner, Scorer, Scoring, ScoringContext};
 
 /// Scores 0 every paragraph that contains `filler`, 1 every other one.
 struct FillerScorer;
@@ -19,8 +19,7 @@ impl Scorer for FillerScorer {
         "filler"
     }
 
-    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
-        let start = Instant::now();
+    fn score(&self, request: &ScoringRequest, _: &ScoringContext) -> anyhow::Result<Vec<BatchAnswer>> {
         let answers = request
             .batches
             .iter()
@@ -34,10 +33,7 @@ impl Scorer for FillerScorer {
                 )
             })
             .collect();
-        ScoringResponse {
-            answers: Ok(answers),
-            elapsed_ms: start.elapsed().as_millis() as u32,
-        }
+        Ok(answers)
     }
 }
 
@@ -141,7 +137,7 @@ fn options(dir: &Path, lang: Lang) -> EvalOptions {
     EvalOptions {
         corpus: dir.to_path_buf(),
         labels: None,
-        threshold: 0.2,
+        threshold: "0.2".to_string(),
         lang,
     }
 }
@@ -150,7 +146,7 @@ fn options(dir: &Path, lang: Lang) -> EvalOptions {
 fn eval_recall_is_exact_on_a_tiny_corpus() {
     let dir = tiny_corpus("recall");
     let pruner = Pruner::shared().expect("component");
-    let report = run(pruner, Arc::new(FillerScorer), &options(&dir, Lang::En)).expect("eval");
+    let report = run(pruner, Scoring::host(FillerScorer), &options(&dir, Lang::En)).expect("eval");
 
     assert_eq!(report.scorer, "filler");
     assert_eq!(
@@ -210,7 +206,7 @@ fn eval_recall_is_exact_on_a_tiny_corpus() {
     assert_eq!(t.labels.distractors_removed, Tally { count: 1, total: 3 });
 
     // --lang ja: only the document with a request_ja.
-    let ja = run(pruner, Arc::new(FillerScorer), &options(&dir, Lang::Ja)).expect("eval");
+    let ja = run(pruner, Scoring::host(FillerScorer), &options(&dir, Lang::Ja)).expect("eval");
     let files: Vec<&str> = ja.documents.iter().map(|d| d.file.as_str()).collect();
     assert_eq!(files, ["plain.md"]);
     assert_eq!(ja.lang, "ja");
@@ -362,7 +358,7 @@ fn eval_recall_counts_inside_a_pruned_array() {
     std::fs::write(dir.join("labels.json"), labels.to_string()).expect("write");
 
     let pruner = Pruner::shared().expect("component");
-    let report = run(pruner, Arc::new(FillerScorer), &options(&dir, Lang::En)).expect("eval");
+    let report = run(pruner, Scoring::host(FillerScorer), &options(&dir, Lang::En)).expect("eval");
     let d = &report.documents[0];
     assert_eq!(d.outcome, "ok");
     assert_eq!(d.dropped, Some(7));

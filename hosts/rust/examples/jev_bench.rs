@@ -1,6 +1,7 @@
-//! Benchmark (not a test): scoring wall time of the Jev scorer against a
-//! loopback server that answers every request in 200 ms, next to the ideal
-//! ⌈batches ⁄ 4⌉ × 200 ms of 4 requests in flight.
+//! Benchmark (not a test): wall time of pruning with the Jev scorer against
+//! a loopback server that answers every request in 200 ms, next to the ideal
+//! ⌈batches ⁄ 4⌉ × 200 ms of 4 requests in flight (the overhead includes
+//! the guest's work on the document).
 //!
 //! ```sh
 //! cargo run --release -p toolprune --example jev_bench
@@ -15,8 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_jev::{answer_all, FakeJev, Reply};
-use toolprune::jev::{JevConfig, Route, Token};
-use toolprune::{CapturedLog, JevScorer, Pruner, Scorer, ScriptedScorer, ToolResult, Turn, TurnOptions};
+use toolprune::{CapturedLog, ConversationOptions, JevScorer, Pruner, Scoring, ToolResult};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
 const DOCS: [&str; 5] = [
@@ -35,13 +35,14 @@ fn main() -> anyhow::Result<()> {
         Reply::ok(answer_all(seen, |n| serde_json::json!(if n.is_multiple_of(3) { 0.05 } else { 0.9 })))
             .delay(Duration::from_millis(ANSWER_MS))
     });
-    let config = JevConfig {
-        route: Route::TypeSafe,
-        token: Some(Token::new("bench-token")),
-        base_url: Some(server.url()),
-        ..JevConfig::default()
+    let url = server.url();
+    let env = move |name: &str| match name {
+        "TOOLPRUNE_JEV_ROUTE" => Some("typesafe".to_string()),
+        "TOOLPRUNE_JEV_BASE_URL" => Some(url.clone()),
+        "TOOLPRUNE_JEV_TOKEN" => Some("bench-token".to_string()),
+        _ => None,
     };
-    let jev = JevScorer::new(&config)?;
+    let (jev, model) = JevScorer::from_env(pruner, &env).map_err(anyhow::Error::msg)?;
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(format!("{CORPUS}/manifest.json"))?)?;
 
@@ -57,28 +58,25 @@ fn main() -> anyhow::Result<()> {
         let request = entry["request_en"]
             .as_str()
             .unwrap_or("What does this document say about its main topic?");
-        let mut options = TurnOptions::new(request);
-        options.enabled = true;
-        options.jev_model = config.jev_model();
-        let mut turn = Turn::new(pruner, Arc::new(ScriptedScorer::new()), options)
-            .with_log(Arc::new(CapturedLog::new()));
-        let job = turn.begin(ToolResult::prunable("bench", text.clone()));
-        let Some(plan) = job.scoring_request().cloned() else {
-            continue;
-        };
-        drop(job);
-        let batches = plan.batches.len();
-        let ideal = batches.div_ceil(4) as u64 * ANSWER_MS;
+        let conversation = pruner.conversation(ConversationOptions {
+            enabled: true,
+            scoring: Some(Scoring::host(jev.clone())),
+            jev_model: model.clone(),
+            log: Arc::new(CapturedLog::new()),
+            ..ConversationOptions::default()
+        })?;
+        let mut batches = 0;
         let mut times: Vec<u128> = (0..RUNS)
             .map(|_| {
                 let start = Instant::now();
-                let response = jev.score(&plan);
-                assert!(response.answers.is_ok());
+                let result = conversation.turn(request).on_tool_result(ToolResult::prunable("bench", text.clone()));
+                batches = result.counts.map_or(0, |c| c.calls as usize);
                 start.elapsed().as_millis()
             })
             .collect();
         times.sort_unstable();
         let median = times[RUNS / 2];
+        let ideal = batches.div_ceil(4) as u64 * ANSWER_MS;
         println!(
             "| {doc} | {} | {batches} | {ideal} ms | {median} ms | +{} ms |",
             entry["chars"],
