@@ -15,11 +15,14 @@ use toolprune::types::{
     StoredResult, UnitInfo,
 };
 use toolprune::{
-    CapturedLog, Conversation, ConversationOptions, LimitsOverride, OmittedAnswer, PruneResult, Pruner, Scorer, Scoring,
+    CapturedLog, Conversation, ConversationOptions, LimitsOverride, OmittedAnswer, PruneResult, Pruner, Scorer,
     ScoringContext, ScriptedScorer, ToolResult, Turn,
 };
 
 pub use toolprune;
+pub use toolprune::types::wit_name;
+pub use toolprune::Scoring;
+pub use toolprune::LimitsOverride as Limits;
 
 pub mod conformance;
 
@@ -196,6 +199,10 @@ pub struct TurnOptions {
     pub jev_model: Option<String>,
     /// Replaces the guest's per-call limits (a [`Pruner`] of its own).
     pub limits: LimitsOverride,
+    /// Test-only deadline cap (see [`ConversationOptions::deadline_cap`]).
+    pub deadline_cap: Option<std::time::Duration>,
+    /// The turn's cancellation token.
+    pub cancel: Option<toolprune::CancelToken>,
 }
 
 impl TurnOptions {
@@ -209,6 +216,8 @@ impl TurnOptions {
             enabled: false,
             jev_model: None,
             limits: LimitsOverride::default(),
+            deadline_cap: None,
+            cancel: None,
         }
     }
 }
@@ -271,10 +280,11 @@ pub fn turn_with(options: TurnOptions, scoring: impl Into<Scoring>) -> (TestTurn
             scoring: Some(scoring.into()),
             jev_model: options.jev_model,
             log: log.clone(),
+            deadline_cap: options.deadline_cap,
             ..ConversationOptions::default()
         })
         .expect("a valid threshold");
-    let turn = conversation.turn(options.request);
+    let turn = conversation.turn_with_cancel(options.request, options.cancel.unwrap_or_default());
     (TestTurn { conversation, turn }, log)
 }
 

@@ -123,7 +123,7 @@ fn twenty() -> Vec<&'static str> {
 fn vue_partners_with_its_request_offline() {
     let doc = corpus_doc("vue-docs-partners.json");
     let raw = doc.text();
-    let (mut turn, log) = turn(&doc.request_en, Arc::new(OfflineScorer));
+    let (mut turn, log) = turn(&doc.request_en, Scoring::Offline);
     let p = prune(&mut turn, &raw);
     let line = prune_line(&log);
     assert!(line.contains(" shape=json_array "), "{line}");
@@ -161,7 +161,7 @@ fn top_level_array_case_stays_json() {
     let case = case("top-level-array.json");
     let raw = case.text();
     // Offline: the posts do not match the request → all dropped → raw.
-    let (mut turn1, _log) = turn(&case.request, Arc::new(OfflineScorer));
+    let (mut turn1, _log) = turn(&case.request, Scoring::Offline);
     let p = prune(&mut turn1, &raw);
     assert_eq!(report(&p).shape, Some(Shape::JsonArray));
     assert!(serde_json::from_str::<Value>(&p.body).is_ok());
@@ -177,7 +177,7 @@ fn top_level_array_case_stays_json() {
 fn a_list_with_metadata_keeps_the_metadata() {
     let list = posts(&twenty(), ",\n    ");
     let raw = format!("{{\n  \"items\": {list},\n  \"total\": 120,\n  \"next\": \"cursor-2\"\n}}\n");
-    let (mut turn, log) = turn("How do I configure the upload retry limits for the client?", Arc::new(OfflineScorer));
+    let (mut turn, log) = turn("How do I configure the upload retry limits for the client?", Scoring::Offline);
     let p = prune(&mut turn, &raw);
     assert!(prune_line(&log).contains(" shape=json_array "));
     let dropped = assert_array_pruned(&mut turn, &raw, &p, Some("items"));

@@ -87,7 +87,7 @@ fn the_offline_scorer_gives_the_same_bytes_both_ways() {
     let text = doc.text();
     let mut o = options(&doc.request_en);
     o.threshold = 0.3;
-    let offline = std::sync::Arc::new(toolprune::OfflineScorer);
+    let offline = std::sync::Scoring::Offline;
     let (mut one_shot, one_log) = turn_with(o.clone(), offline.clone());
     let a = prune(&mut one_shot, &text);
     let (mut jobs, job_log) = turn_with(o, offline);
