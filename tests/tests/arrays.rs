@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolprune::types::{Fate, Lang, OmittedOutcome, Shape};
-use toolprune::{OfflineScorer, Scorer, ScriptedScorer};
+use toolprune::{Scorer, ScriptedScorer};
 use toolprune_tests::*;
 
 /// Element numbers a marker string names (`element 4`, `elements 1–2`,
@@ -42,7 +42,7 @@ fn the_array<'a>(v: &'a Value, key: Option<&str>) -> &'a Vec<Value> {
 }
 
 /// Checks every promise of an `ok` array result; returns the dropped elements.
-fn assert_array_pruned(turn: &mut toolprune::Turn, raw: &str, p: &toolprune::Pruned, key: Option<&str>) -> Vec<usize> {
+fn assert_array_pruned(turn: &TestTurn, raw: &str, p: &Pruned, key: Option<&str>) -> Vec<usize> {
     assert_eq!(outcome(p), "ok");
     let r = report(p);
     assert_eq!(r.shape, Some(Shape::JsonArray));
