@@ -42,8 +42,11 @@ pub struct ConversationOptions {
     pub jev_model: Option<String>,
     /// Where log lines go (default stderr).
     pub log: Arc<dyn LogSink>,
-    /// Store bounds; default the guest's (`settings.resolve([], none).store`).
+    /// Store bound in stored results; default the guest's
+    /// (`settings.resolve([], none).store.max-records`). Oldest evicted first.
     pub max_records: Option<u32>,
+    /// Store bound in characters of dropped text (`stored-result.chars`);
+    /// default the guest's (`store.max-chars`). Oldest evicted first.
     pub max_chars: Option<u64>,
     /// **Test-only**: the deadline used is `min(policy.deadline-ms, cap)`,
     /// so a deadline test runs in milliseconds. Never set in production.
@@ -131,6 +134,7 @@ pub struct PruneResult {
     pub gate: Option<Gate>,
     /// The stored id (`P3`) when the outcome is `ok`.
     pub id: Option<String>,
+    /// What was split (`text`, `json_wrapper`, `json_array`); none when nothing was.
     pub shape: Option<Shape>,
     /// The `tool prune:` counts (characters, not bytes); none after a host failure.
     pub counts: Option<Counts>,
@@ -145,6 +149,7 @@ pub struct PruneResult {
     pub served_model: Option<String>,
     /// With [`ToolResult::report`]: one record per paragraph.
     pub paragraphs: Vec<ParagraphReport>,
+    /// Batches that failed (status, class), for diagnosis; never a body.
     pub failures: Vec<BatchFailure>,
     /// Why the host got no guest answer (then `body` is the input, outcome `failed`).
     pub failure: Option<HostFailure>,
