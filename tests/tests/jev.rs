@@ -102,14 +102,14 @@ struct How {
 
 /// Prunes `text` through a conversation scored by `jev` (with the report);
 /// the log lines are captured.
-fn prune_how(jev: JevScorer, config: &JevConfig, request: &str, result: ToolResult, how: How) -> (Pruned, Vec<String>) {
+fn prune_how(jev: JevScorer, _config: &JevConfig, request: &str, result: ToolResult, how: How) -> (Pruned, Vec<String>) {
     let log = Arc::new(CapturedLog::new());
     let conversation = pruner()
         .conversation(ConversationOptions {
             enabled: how.enabled.unwrap_or(true),
             agent: "test".to_string(),
+            // No jev_model: the scorer names the model the guest resolved.
             scoring: Some(Scoring::host(jev)),
-            jev_model: config.resolve().1,
             log: log.clone(),
             deadline_cap: how.deadline_cap,
             ..ConversationOptions::default()

@@ -38,7 +38,8 @@ pub struct ConversationOptions {
     pub agent: String,
     /// The scorer; default the [`Pruner`]'s ([`Scoring::Offline`] unless loaded otherwise).
     pub scoring: Option<Scoring>,
-    /// Jev model named in request bodies (native routes), or none.
+    /// Jev model named in request bodies (native routes); default: the
+    /// scorer's ([`crate::Scorer::jev_model`], e.g. a [`crate::JevScorer`]'s).
     pub jev_model: Option<String>,
     /// Where log lines go (default stderr).
     pub log: Arc<dyn LogSink>,
@@ -406,7 +407,7 @@ impl Conversation {
             threshold: inner.threshold,
             lang: inner.lang,
             scorer: scoring.choice(),
-            jev_model: inner.jev_model.clone(),
+            jev_model: inner.jev_model.clone().or_else(|| scoring.jev_model()),
             agent: inner.agent.clone(),
             tool: result.tool.clone(),
             report: result.report,

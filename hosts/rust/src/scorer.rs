@@ -68,6 +68,14 @@ impl Scoring {
         }
     }
 
+    /// The Jev model the scorer names, if any.
+    pub(crate) fn jev_model(&self) -> Option<String> {
+        match self {
+            Scoring::Host(scorer) => scorer.jev_model().map(str::to_string),
+            _ => None,
+        }
+    }
+
     /// What the guest is told (`prune-input.scorer`).
     pub(crate) fn choice(&self) -> ScorerChoice {
         match self {
@@ -93,6 +101,13 @@ pub trait Scorer: Send + Sync {
 
     /// One answer per batch of `request`, in order.
     fn score(&self, request: &ScoringRequest, context: &ScoringContext) -> anyhow::Result<Vec<BatchAnswer>>;
+
+    /// The Jev model to name in request bodies (native routes), when this
+    /// scorer knows it ([`crate::JevScorer`] from its resolved endpoint).
+    /// A conversation's own `jev_model` option wins.
+    fn jev_model(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Set when the host stopped waiting: a scorer takes no new work, skips
