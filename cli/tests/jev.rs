@@ -154,7 +154,8 @@ fn cli_jev_check_reports_status_and_decoded_counts_or_a_diagnosis() {
     assert!(stdout.contains("HTTP 200"), "{stdout}");
     assert!(stdout.contains("calls=1 jev_tokens=200"), "{stdout}");
     assert!(stdout.contains("p0=0.93 p1=0.02"), "{stdout}");
-    assert!(stdout.contains("model=jev-1.13.0"), "{stdout}");
+    assert!(stdout.contains("model=jev-1.13.0 (requested)"), "{stdout}");
+    assert!(stdout.contains("served model: jev-1.13.0\n"), "the model the answer named: {stdout}");
     assert!(!stdout.contains(TOKEN));
     let seen = server.requests();
     assert_eq!(seen.len(), 1);
@@ -170,6 +171,16 @@ fn cli_jev_check_reports_status_and_decoded_counts_or_a_diagnosis() {
         assert!(stdout.contains(expect), "{status}: {stdout}");
         assert!(!stdout.contains("echo") && !stdout.contains(TOKEN), "{stdout}");
     };
+    // An answer that names no model says so.
+    let server = FakeJev::start(|seen| {
+        let mut body: Value = serde_json::from_str(&answer_all(seen, |_| json!(0.5))).unwrap();
+        body.as_object_mut().unwrap().remove("model");
+        Reply::ok(body.to_string())
+    });
+    let url = server.url();
+    let out = run(&["jev", "check"], &jev_env(&url, "typesafe"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("served model: the answer named none"), "{out:?}");
+
     diagnose(401, "token was refused");
     diagnose(402, "out of credit");
     diagnose(404, "no such endpoint");
