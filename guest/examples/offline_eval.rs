@@ -2,7 +2,7 @@
 //! (no wasmtime): every document goes through the guest's real decision path
 //! (`prune::Job::start` → `Job::complete`: gates, split, the 25 % floor,
 //! markers counted), exactly as `toolprune eval` counts it
-//! (`host-harness/src/eval.rs`): net reduction = the guest's ratio when the
+//! (`cli/src/eval.rs`): net reduction = the guest's ratio when the
 //! outcome is `ok`, else 0; recall = the share of needed snippets present in
 //! the body (or in one of its decoded JSON strings).
 //!
@@ -89,7 +89,7 @@ fn load(dir: &Path, lang: Lang) -> Vec<Doc> {
     docs
 }
 
-/// `host-harness/src/eval.rs`'s `Haystack`: the body and its decoded JSON strings.
+/// `cli/src/eval.rs`'s `Haystack`: the body and its decoded JSON strings.
 struct Haystack<'b> {
     body: &'b str,
     strings: Vec<String>,

@@ -3,17 +3,89 @@
 //! and the SPEC §9 marker formats written out independently of the guest.
 //!
 //! Every test in `tests/` drives the component in wasmtime through
-//! `toolprune_host`; nothing here calls guest code directly.
+//! `toolprune`; nothing here calls guest code directly.
 
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolprune_host::types::{Fate, GuestPruned, Lang, ParagraphInfo, ScorerChoice, ScoringRequest, ScoringResponse};
-use toolprune_host::{CapturedLog, Pruned, Pruner, Scorer, ScriptedScorer, StubScorer, ToolResult, Turn, TurnOptions};
+use toolprune::types::{
+    BatchAnswer, BatchFailure, Counts, Fate, Gate, Lang, OmittedResult, Outcome, ParagraphReport, ScoringRequest, Shape,
+    StoredResult, UnitInfo,
+};
+use toolprune::{
+    CapturedLog, Conversation, ConversationOptions, LimitsOverride, OmittedAnswer, PruneResult, Pruner, Scorer,
+    ScoringContext, ScriptedScorer, ToolResult, Turn,
+};
 
-pub use toolprune_host;
+pub use toolprune;
+pub use toolprune::types::wit_name;
+pub use toolprune::Scoring;
+pub use toolprune::LimitsOverride as Limits;
+
+pub mod conformance;
+
+/// The guest's answer as these tests read it: the fields of the host's
+/// [`PruneResult`] with the counts and threshold unwrapped, and the stored
+/// record of an `ok` result (from the conversation's store).
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The pruned body, or none (the raw text went through).
+    pub body: Option<String>,
+    pub outcome: Outcome,
+    pub gate: Option<Gate>,
+    pub shape: Option<Shape>,
+    pub counts: Counts,
+    pub ratio: Option<f64>,
+    pub threshold: f64,
+    pub log_line: Option<String>,
+    pub record: Option<StoredResult>,
+    pub paragraphs: Vec<ParagraphReport>,
+    pub failures: Vec<BatchFailure>,
+    pub served_model: Option<String>,
+}
+
+/// A pruned result as these tests read it: body and raw as strings, the
+/// host's result, and the guest's [`Report`] unless the host failed.
+#[derive(Clone, Debug)]
+pub struct Pruned {
+    pub body: String,
+    pub raw: String,
+    pub outcome: Outcome,
+    pub report: Option<Report>,
+    pub failure: Option<toolprune::HostFailure>,
+    /// The host's result as it came back.
+    pub result: PruneResult,
+}
+
+impl Pruned {
+    /// Reads `result`; `stored`: the conversation's store right after it.
+    pub fn new(result: PruneResult, stored: &[StoredResult]) -> Self {
+        let report = result.counts.map(|counts| Report {
+            body: (!result.unchanged()).then(|| result.body.to_string()),
+            outcome: result.outcome,
+            gate: result.gate,
+            shape: result.shape,
+            counts,
+            ratio: result.ratio,
+            threshold: result.threshold.unwrap_or(f64::NAN),
+            log_line: result.log_line.clone(),
+            record: result.id.as_ref().and_then(|id| stored.iter().find(|r| &r.id == id).cloned()),
+            paragraphs: result.paragraphs.clone(),
+            failures: result.failures.clone(),
+            served_model: result.served_model.clone(),
+        });
+        Pruned {
+            body: result.body.to_string(),
+            raw: result.raw.to_string(),
+            outcome: result.outcome,
+            report,
+            failure: result.failure.clone(),
+            result,
+        }
+    }
+}
 
 /// `shared/` beside the repository (read-only material: SPEC, corpus, cases).
 pub const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared");
@@ -114,6 +186,42 @@ pub fn pruner() -> &'static Pruner {
     Pruner::shared().expect("the toolprune component compiles")
 }
 
+/// A turn's settings as these tests write them (one conversation per test
+/// turn; the request is the turn's).
+#[derive(Clone, Debug)]
+pub struct TurnOptions {
+    pub request: String,
+    pub agent: String,
+    /// Checked by the guest when the conversation is made (0.1/0.2/0.3/0.5).
+    pub threshold: f64,
+    pub lang: Lang,
+    pub enabled: bool,
+    pub jev_model: Option<String>,
+    /// Replaces the guest's per-call limits (a [`Pruner`] of its own).
+    pub limits: LimitsOverride,
+    /// Test-only deadline cap (see [`ConversationOptions::deadline_cap`]).
+    pub deadline_cap: Option<std::time::Duration>,
+    /// The turn's cancellation token.
+    pub cancel: Option<toolprune::CancelToken>,
+}
+
+impl TurnOptions {
+    /// Defaults for everything but the request (pruning **off**).
+    pub fn new(request: &str) -> Self {
+        TurnOptions {
+            request: request.to_string(),
+            agent: "agent".to_string(),
+            threshold: 0.2,
+            lang: Lang::En,
+            enabled: false,
+            jev_model: None,
+            limits: LimitsOverride::default(),
+            deadline_cap: None,
+            cancel: None,
+        }
+    }
+}
+
 /// Options with pruning **enabled** for `request` (other settings default: en, 0.2).
 pub fn options(request: &str) -> TurnOptions {
     let mut o = TurnOptions::new(request);
@@ -121,22 +229,68 @@ pub fn options(request: &str) -> TurnOptions {
     o
 }
 
+/// A conversation and its one turn, as the tests drive them.
+pub struct TestTurn {
+    pub conversation: Conversation,
+    pub turn: Turn,
+}
+
+impl TestTurn {
+    /// [`Turn::on_tool_result`], read as [`Pruned`].
+    pub fn on_tool_result(&self, result: ToolResult) -> Pruned {
+        let result = self.turn.on_tool_result(result);
+        Pruned::new(result, &self.conversation.stored())
+    }
+
+    /// [`Conversation::omitted`]: `Ok` with the guest's answer, `Err` when the guest trapped.
+    pub fn omitted(&self, arguments: &str) -> Result<OmittedResult, OmittedAnswer> {
+        let answer = self.conversation.omitted(arguments);
+        match answer.outcome {
+            Some(outcome) => Ok(OmittedResult { outcome, text: answer.text, log_line: answer.log_line }),
+            None => Err(answer),
+        }
+    }
+
+    /// The conversation's stored results, oldest first.
+    pub fn stored(&self) -> Vec<StoredResult> {
+        self.conversation.stored()
+    }
+}
+
 /// A turn with pruning enabled, logging into the returned capture.
-pub fn turn(request: &str, scorer: Arc<dyn Scorer>) -> (Turn, Arc<CapturedLog>) {
-    turn_with(options(request), scorer)
+pub fn turn(request: &str, scoring: impl Into<Scoring>) -> (TestTurn, Arc<CapturedLog>) {
+    turn_with(options(request), scoring)
 }
 
 /// A turn with the given options, logging into the returned capture.
-pub fn turn_with(options: TurnOptions, scorer: Arc<dyn Scorer>) -> (Turn, Arc<CapturedLog>) {
+pub fn turn_with(options: TurnOptions, scoring: impl Into<Scoring>) -> (TestTurn, Arc<CapturedLog>) {
     let log = Arc::new(CapturedLog::new());
-    let turn = Turn::new(pruner(), scorer, options).with_log(log.clone());
-    (turn, log)
+    let pruner = if options.limits == LimitsOverride::default() {
+        pruner().clone()
+    } else {
+        Pruner::load(toolprune::LoadOptions { limits: options.limits, ..toolprune::LoadOptions::default() })
+            .expect("the component loads")
+    };
+    let conversation = pruner
+        .conversation(ConversationOptions {
+            enabled: options.enabled,
+            threshold: Some(options.threshold.to_string()),
+            lang: options.lang,
+            agent: options.agent,
+            scoring: Some(scoring.into()),
+            jev_model: options.jev_model,
+            log: log.clone(),
+            deadline_cap: options.deadline_cap,
+            ..ConversationOptions::default()
+        })
+        .expect("a valid threshold");
+    let turn = conversation.turn_with_cancel(options.request, options.cancel.unwrap_or_default());
+    (TestTurn { conversation, turn }, log)
 }
 
-/// A scripted scorer (fixed `elapsed-ms`, for byte-exact log lines) under
-/// which `dropped` score 0.0 and every other paragraph 1.0.
+/// A scripted scorer under which `dropped` score 0.0 and every other paragraph 1.0.
 pub fn dropping(dropped: impl IntoIterator<Item = u32>) -> Arc<ScriptedScorer> {
-    Arc::new(ScriptedScorer::new().scores(dropped, 0.0).elapsed_ms(7))
+    Arc::new(ScriptedScorer::new().scores(dropped, 0.0))
 }
 
 /// Every odd paragraph of a text of `count` paragraphs scores 0.0.
@@ -144,24 +298,26 @@ pub fn dropping_odd(count: usize) -> Arc<ScriptedScorer> {
     dropping((0..count as u32).filter(|i| i % 2 == 1))
 }
 
-/// Prune `text` as the successful result of a prunable tool named [`TOOL`].
-pub fn prune(turn: &mut Turn, text: &str) -> Pruned {
-    turn.on_tool_result(ToolResult::prunable(TOOL, text))
+/// Prune `text` as the successful result of a prunable tool named [`TOOL`],
+/// with the per-paragraph report.
+pub fn prune(turn: &TestTurn, text: &str) -> Pruned {
+    turn.on_tool_result(ToolResult { report: true, ..ToolResult::prunable(TOOL, text) })
 }
 
-/// The guest's report; panics when the guest gave none (trap).
-pub fn report(p: &Pruned) -> &GuestPruned {
+/// The guest's answer; panics when the host got none (trap).
+pub fn report(p: &Pruned) -> &Report {
     p.report.as_ref().unwrap_or_else(|| panic!("the guest gave no answer: {:?}", p.failure))
 }
 
 /// The SPEC name of an outcome (`ok`, `no_basis`, …).
-pub fn outcome(p: &Pruned) -> &'static str {
-    toolprune_host::types::outcome_name(p.outcome)
+pub fn outcome(p: &Pruned) -> String {
+    toolprune::types::wit_name(&p.outcome)
 }
 
-/// The `tool prune:` lines of a capture.
+/// The `tool prune:` lines of a capture, `ms=` normalised to `ms=*` (the
+/// host measures scoring time).
 pub fn prune_lines(log: &CapturedLog) -> Vec<String> {
-    log.lines().into_iter().filter(|l| l.starts_with("tool prune:")).collect()
+    log.lines().into_iter().filter(|l| l.starts_with("tool prune:")).map(|l| normalise_ms(&l)).collect()
 }
 
 /// The single `tool prune:` line of a capture.
@@ -171,6 +327,11 @@ pub fn prune_line(log: &CapturedLog) -> String {
     lines.into_iter().next().unwrap()
 }
 
+/// `ms=` followed by digits → `ms=*` (the host measures scoring time).
+pub fn normalise_ms(line: &str) -> String {
+    conformance::normalise_line(line)
+}
+
 /// The value of `key=` in a log line (`ratio`, `calls`, …).
 pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split(' ').find_map(|kv| kv.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
@@ -178,9 +339,9 @@ pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 
 // ----- paragraphs -----
 
-/// The paragraphs of `text` as the component splits it (the `paragraphs` export).
-pub fn infos(text: &str) -> Vec<ParagraphInfo> {
-    pruner().paragraphs(text).expect("the paragraphs export answers")
+/// The units of `text` as the component splits it (`pruner.inspect`).
+pub fn infos(text: &str) -> Vec<UnitInfo> {
+    pruner().inspect(text).expect("inspect answers").units
 }
 
 /// The paragraph texts of `text` (byte spans of the `paragraphs` export).
@@ -189,14 +350,14 @@ pub fn spans(text: &str) -> Vec<&str> {
 }
 
 /// Concatenation of the paragraphs of `text` whose fate in `report` is not `dropped`.
-pub fn kept_text(text: &str, report: &GuestPruned) -> String {
+pub fn kept_text(text: &str, report: &Report) -> String {
     let spans = spans(text);
     assert_eq!(spans.len(), report.paragraphs.len(), "report and split disagree on the paragraph count");
     spans.iter().zip(&report.paragraphs).filter(|(_, r)| r.fate != Fate::Dropped).map(|(s, _)| *s).collect()
 }
 
 /// Paragraph numbers whose fate in `report` is `dropped`.
-pub fn dropped_of(report: &GuestPruned) -> Vec<u32> {
+pub fn dropped_of(report: &Report) -> Vec<u32> {
     report.paragraphs.iter().filter(|r| r.fate == Fate::Dropped).map(|r| r.index).collect()
 }
 
@@ -376,20 +537,15 @@ pub fn replaced_string(raw: &str, body: &str, span: Range<usize>) -> Result<Stri
 
 // ----- scorers -----
 
-/// The stub scorer, recording every request (what would leave the machine).
-/// [`RecordingStub::offline`] declares the guest's offline scorer instead,
-/// so any request it still receives is a leak.
+/// A host scorer answering like the stub (word overlap, computed by the
+/// guest's `pruner.stub-scores`), recording every request: exactly what
+/// would leave the machine.
 #[derive(Default)]
 pub struct RecordingStub {
     seen: std::sync::Mutex<Vec<ScoringRequest>>,
-    offline: bool,
 }
 
 impl RecordingStub {
-    pub fn offline() -> Self {
-        RecordingStub { offline: true, ..Self::default() }
-    }
-
     pub fn requests(&self) -> Vec<ScoringRequest> {
         self.seen.lock().unwrap().clone()
     }
@@ -400,17 +556,9 @@ impl Scorer for RecordingStub {
         "recording-stub"
     }
 
-    fn score(&self, request: &ScoringRequest) -> ScoringResponse {
+    fn score(&self, request: &ScoringRequest, _: &ScoringContext) -> anyhow::Result<Vec<BatchAnswer>> {
         self.seen.lock().unwrap().push(request.clone());
-        StubScorer.score(request)
-    }
-
-    fn choice(&self) -> ScorerChoice {
-        if self.offline {
-            ScorerChoice::Offline
-        } else {
-            ScorerChoice::Host(self.name().to_string())
-        }
+        Ok(request.batches.iter().map(|b| BatchAnswer::Scores(vec![Some(1.0); b.chunks.len()])).collect())
     }
 }
 

@@ -1,7 +1,7 @@
 //! SPEC §9: the exact header and run markers in ja and en, numbers with
 //! thousands separators, ids `P1`, `P2`, … in the order results were pruned.
 
-use toolprune_host::types::Lang;
+use toolprune::types::Lang;
 use toolprune_tests::*;
 
 /// 12 paragraphs of 1,100 characters; 1–3, 7 and 11 dropped.
@@ -104,7 +104,7 @@ fn large_counts_use_thousands_separators() {
 fn ids_follow_the_order_of_pruned_results_in_the_turn() {
     let text = uniform(12, 1_100);
     let (mut turn, _log) = turn(REQUEST, dropping([1, 2, 3, 7, 11]));
-    let ok = |p: &toolprune_host::Pruned| outcome(p) == "ok";
+    let ok = |p: &toolprune_tests::Pruned| outcome(p) == "ok";
     let first = prune(&mut turn, &text);
     assert!(ok(&first) && first.body.starts_with(&header(Lang::En, 12, 13_200, 5, 5_500, "P1")));
     // A result that is not pruned takes no id.

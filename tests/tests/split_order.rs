@@ -2,10 +2,10 @@
 //! component's `paragraphs` export, its reports and the scoring request.
 
 use serde_json::Value;
-use toolprune_host::types::{Fate, Lang, ParagraphKind};
+use toolprune::types::{Fate, Lang, UnitKind};
 use toolprune_tests::*;
 
-fn kinds(text: &str) -> Vec<ParagraphKind> {
+fn kinds(text: &str) -> Vec<UnitKind> {
     infos(text).iter().map(|p| p.kind).collect()
 }
 
@@ -111,20 +111,20 @@ fn a_merge_that_would_pass_6000_leaves_the_short_paragraph_alone() {
     // 98 + 2 + 5,900 (`text_of`'s sizes hold a "\n\n" each).
     let text = text_of(&[300, 100, 5_902, 300]);
     assert_eq!(lengths(&text), vec![300, 6_002, 300]);
-    assert_eq!(kinds(&text), vec![ParagraphKind::Scored; 3]);
+    assert_eq!(kinds(&text), vec![UnitKind::Scored; 3]);
 }
 
 #[test]
 fn a_paragraph_over_6000_is_fixed_and_merges_with_nothing() {
     let text = text_of(&[50, 7_000, 60]);
     assert_eq!(lengths(&text), vec![50, 7_000, 60], "short neighbours of a fixed paragraph stay alone");
-    assert_eq!(kinds(&text), vec![ParagraphKind::Scored, ParagraphKind::Fixed, ParagraphKind::Scored]);
+    assert_eq!(kinds(&text), vec![UnitKind::Scored, UnitKind::Fixed, UnitKind::Scored]);
     // The separator does not count: 6,002 characters with their "\n\n"
     // measure 6,000, 6,003 measure 6,001.
     let text = text_of(&[300, 6_002, 6_003, 300]);
     assert_eq!(
         kinds(&text),
-        vec![ParagraphKind::Scored, ParagraphKind::Scored, ParagraphKind::Fixed, ParagraphKind::Scored],
+        vec![UnitKind::Scored, UnitKind::Scored, UnitKind::Fixed, UnitKind::Scored],
         "6,000 is scored, 6,001 is fixed"
     );
 }
@@ -261,5 +261,5 @@ fn numbering_is_0_based_in_markers_reports_log_and_requests() {
     );
     assert_eq!(field(&prune_line(&log), "paragraphs"), Some("10"));
     assert_eq!(scorer.requests()[0].batches[0].paragraphs[0], 0);
-    assert_eq!(turn.stored()[0].dropped, vec![0, 1, 5, 9]);
+    assert_eq!(turn.stored()[0].dropped.iter().map(|u| u.index).collect::<Vec<_>>(), vec![0, 1, 5, 9]);
 }

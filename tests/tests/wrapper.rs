@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolprune_host::types::{Fate, Shape};
-use toolprune_host::ScriptedScorer;
+use toolprune::types::{Fate, Shape};
+use toolprune::ScriptedScorer;
 use toolprune_tests::*;
 
 /// Prunes the wrapper `raw` (dropping odd inner paragraphs) and checks

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Benchmark (not a test): what one call through the Node host's public API
 // costs on a 100 KB tool result, timed exactly as the Rust host's rows of
-// `host-harness/examples/bench.rs` ("Rust host: per call through
+// `hosts/rust/examples/bench.rs` ("Rust host: per call through
 // `Turn::on_tool_result`"): a new turn per call, a prunable `fetch` result
 // made of the first 100,000 characters (Unicode scalar values) of
 // ../shared/corpus/pep-0817-wheel-variants.rst, bench.rs's REQUEST, pruning
@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { Pruner } from '../src/index.js';
 
 const root = new URL('../../../', import.meta.url);
-const BENCH_RS = new URL('host-harness/examples/bench.rs', root);
+const BENCH_RS = new URL('hosts/rust/examples/bench.rs', root);
 const PEP = new URL('../shared/corpus/pep-0817-wheel-variants.rst', root);
 
 /** bench.rs's REQUEST constant: one copy of the request for every host's bench. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): what one call through the Python host's public API
 costs on a 100 KB tool result, timed exactly as the Rust host's rows of
-``host-harness/examples/bench.rs`` ("Rust host: per call through
+``hosts/rust/examples/bench.rs`` ("Rust host: per call through
 `Turn::on_tool_result`"): a new turn per call, a prunable ``fetch`` result made
 of the first 100,000 characters (Unicode scalar values) of
 ``../shared/corpus/pep-0817-wheel-variants.rst``, bench.rs's ``REQUEST``,
@@ -30,7 +30,7 @@ from typing import Awaitable, Callable, List
 from toolprune import Pruner
 
 ROOT = Path(__file__).resolve().parents[3]
-BENCH_RS = ROOT / "host-harness" / "examples" / "bench.rs"
+BENCH_RS = ROOT / "hosts" / "rust" / "examples" / "bench.rs"
 PEP = ROOT.parent / "shared" / "corpus" / "pep-0817-wheel-variants.rst"
 
 

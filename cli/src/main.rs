@@ -1,0 +1,259 @@
+//! `toolprune`: prune a local document, or show how it splits.
+//!
+//! ```text
+//! toolprune prune --request TEXT [--threshold 0.2] [--lang en|ja]
+//!                 [--scorer offline|stub|jev] [--tool NAME] [--agent NAME] [--json] [FILE|-]
+//! toolprune jev check
+//! toolprune route --rules FILE --message TEXT [--answers FILE] [--json]
+//! toolprune split [--json] [FILE|-]
+//! toolprune eval --corpus DIR [--labels FILE] [--scorer offline|stub]
+//!                [--threshold X] [--lang en|ja] [--json]
+//! ```
+//!
+//! Exit codes: 0 done (also when the input passed through unchanged), 1 the
+//! input or the component could not be read, 2 usage.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use toolprune::types::Lang;
+use toolprune::{ConversationOptions, Pruner, ToolResult};
+use toolprune_cli::jev as cli_jev;
+use toolprune_cli::report::{prune_report, split_report, split_table};
+use toolprune_cli::route as cli_route;
+
+#[derive(Parser)]
+#[command(
+    name = "toolprune",
+    version,
+    about = "Drop the paragraphs of a tool result that do not help answer a request."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Prune a document as if a prunable tool had returned it: the body goes
+    /// to stdout byte for byte, the `tool prune:` log line to stderr.
+    Prune(PruneArgs),
+    /// Show the units exactly as pruning splits the document (`pruner.inspect`):
+    /// the shape, a wrapper's span, each unit's span and kind (scored, fixed,
+    /// blank); structured JSON says it is not pruned.
+    Split(SplitArgs),
+    /// Prune every document of a corpus folder; report reduction and recall.
+    Eval(toolprune_cli::eval::EvalArgs),
+    /// Jev over HTTP: `toolprune jev check`.
+    Jev(JevArgs),
+    /// Decide where a message goes with a rules file (the judge router):
+    /// the decision to stdout, the `judge:` line to stderr.
+    Route(cli_route::RouteArgs),
+}
+
+#[derive(Args)]
+struct PruneArgs {
+    /// The user's request (the basis is its first 2,000 characters).
+    #[arg(long, allow_hyphen_values = true)]
+    request: String,
+    /// 0.1, 0.2, 0.3 or 0.5 (another value is refused with exit 2 and the
+    /// text passed through). Default: the configuration's, else 0.2.
+    #[arg(long, allow_hyphen_values = true)]
+    threshold: Option<String>,
+    /// Language of the markers. Default: the configuration's, else `en`.
+    #[arg(long, value_enum)]
+    lang: Option<LangArg>,
+    /// Who scores the paragraphs: `offline` is the guest's lexical (BM25)
+    /// scorer, nothing leaves the machine; `stub` is a trivial word-overlap
+    /// stand-in for tests, not a relevance model; `jev` is TypeSafe's Jev
+    /// over HTTP (README "Jev"). Default: `jev` when its credentials are
+    /// configured (README "Jev"), else `offline`.
+    #[arg(long, value_enum)]
+    scorer: Option<ScorerArg>,
+    /// Tool name for the log line.
+    #[arg(long, default_value = "cli", allow_hyphen_values = true)]
+    tool: String,
+    /// Agent name for the log line.
+    #[arg(long, default_value = "cli", allow_hyphen_values = true)]
+    agent: String,
+    /// Print a JSON report (outcome, counts, paragraphs) instead of the body.
+    #[arg(long)]
+    json: bool,
+    /// The document; `-` or nothing reads stdin.
+    file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct SplitArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The document; `-` or nothing reads stdin.
+    file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct JevArgs {
+    #[command(subcommand)]
+    command: JevCommand,
+}
+
+#[derive(Subcommand)]
+enum JevCommand {
+    /// Send one two-paragraph request with the configured route and token;
+    /// print the HTTP status, latency, what the guest decoded (calls,
+    /// jev_tokens, scores) and the served model, or a diagnosis (no token,
+    /// no account id, 401, 402, unreachable, …). Exit 0 when Jev answered.
+    Check,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LangArg {
+    Ja,
+    En,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScorerArg {
+    /// The guest's offline BM25 scorer (no key, no network).
+    Offline,
+    /// Word overlap with the request: a stub for tests, not a relevance model.
+    Stub,
+    /// TypeSafe's Jev over HTTP (sends the basis and the scored paragraphs).
+    Jev,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Prune(args) => prune(args),
+        Command::Split(args) => split(args),
+        Command::Eval(args) => toolprune_cli::eval::cli(args)
+            .and_then(|out| write_stdout(out.as_bytes()))
+            .map(|()| ExitCode::SUCCESS),
+        Command::Jev(args) => match args.command {
+            JevCommand::Check => pruner().map(jev_check),
+        },
+        Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("toolprune: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The input's bytes, or a one-line message naming it.
+fn read_input(file: Option<&PathBuf>) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    match file.filter(|path| path.as_os_str() != "-") {
+        Some(path) => {
+            bytes =
+                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        }
+        None => {
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("cannot read stdin: {e}"))?;
+        }
+    }
+    Ok(bytes)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("cannot write stdout: {e}"))
+}
+
+fn pruner() -> Result<&'static Pruner, String> {
+    Pruner::shared().map_err(|e| format!("cannot load the component: {e:#}"))
+}
+
+fn prune(args: PruneArgs) -> Result<ExitCode, String> {
+    let bytes = read_input(args.file.as_ref())?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            // Fail-open: what cannot be pruned goes through untouched.
+            write_stdout(e.as_bytes())?;
+            eprintln!("toolprune: warning: input is not UTF-8; passed through unchanged");
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let named = args.scorer.map(|s| match s {
+        ScorerArg::Offline => cli_jev::Named::Offline,
+        ScorerArg::Stub => cli_jev::Named::Stub,
+        ScorerArg::Jev => cli_jev::Named::Jev,
+    });
+    let pruner = pruner()?;
+    let setup = match cli_jev::prune_setup(pruner, named, args.threshold.as_deref()) {
+        Ok(setup) => setup,
+        Err(usage) => {
+            // A usage error, but no text is lost: the input goes through unchanged.
+            write_stdout(text.as_bytes())?;
+            eprintln!("toolprune: {usage}; the text was passed through unchanged");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let lang = match args.lang {
+        Some(LangArg::Ja) => Lang::Ja,
+        Some(LangArg::En) => Lang::En,
+        None => setup.config.as_ref().map_or(Lang::En, |c| c.lang),
+    };
+    let scorer_name = setup.scoring.name().to_string();
+    let conversation = pruner
+        .conversation(ConversationOptions {
+            enabled: setup.enabled,
+            threshold: Some(setup.threshold.to_string()),
+            lang,
+            agent: args.agent,
+            scoring: Some(setup.scoring),
+            jev_model: setup.jev_model,
+            ..ConversationOptions::default()
+        })
+        .map_err(|e| e.to_string())?;
+    let turn = conversation.turn_with_cancel(args.request, cli_jev::cancel_on_ctrl_c());
+    let result = turn.on_tool_result(ToolResult { report: args.json, ..ToolResult::prunable(args.tool, text) });
+    if args.json {
+        let report = prune_report(&result, &scorer_name);
+        let mut out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        out.push('\n');
+        write_stdout(out.as_bytes())?;
+    } else {
+        write_stdout(result.body.as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolprune jev check`: the report on stdout; 0 when Jev answered, 1 otherwise.
+fn jev_check(pruner: &Pruner) -> ExitCode {
+    let report = toolprune_cli::check::check(pruner, &cli_jev::env, cli_jev::cancel_on_ctrl_c());
+    print!("{}", report.render());
+    if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn split(args: SplitArgs) -> Result<ExitCode, String> {
+    let bytes = read_input(args.file.as_ref())?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| "input is not UTF-8; nothing to split".to_string())?;
+    let inspection = pruner()?.inspect(&text).map_err(|e| format!("the component failed: {e}"))?;
+    let out = if args.json {
+        let mut out = serde_json::to_string_pretty(&split_report(&inspection)).map_err(|e| e.to_string())?;
+        out.push('\n');
+        out
+    } else {
+        split_table(&text, &inspection)
+    };
+    write_stdout(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,136 @@
+//! `toolprune route`: the judge router from the command line; the work is
+//! done by [`toolprune::judge`].
+//!
+//! ```text
+//! toolprune route --rules FILE --message TEXT [--answers FILE] [--json]
+//! ```
+//!
+//! The decision goes to stdout, the `judge:` line to stderr. Exit codes: 0
+//! routed or returned; 3 failed (Jev could not judge); 2 an invalid rules
+//! file or no way to judge (usage); 1 a file could not be read or the
+//! component failed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use toolprune::judge::{render_load_errors, Decision, Judge, RouteError, Verdict};
+use toolprune::types::wit_name;
+use toolprune::{JevScorer, Pruner};
+
+/// `toolprune route` arguments.
+#[derive(Args)]
+pub struct RouteArgs {
+    /// The rules file (TOML: `[questions.NAME]`, `[[rules]]`, `[otherwise]`).
+    #[arg(long)]
+    rules: PathBuf,
+    /// The message to judge (sent to Jev as `{"message": …}`; never logged).
+    #[arg(long, allow_hyphen_values = true)]
+    message: String,
+    /// Fixed Jev answers: the text of a Jev response (`{"answers": {…}}`),
+    /// so no call is made. Without it, Jev is called once with the
+    /// configured credentials (README "Jev").
+    #[arg(long)]
+    answers: Option<PathBuf>,
+    /// Print the decision, the answers and the log line as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn read(path: &PathBuf, what: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
+}
+
+/// Runs `toolprune route`: the exit code, or a one-line error (exit 1).
+pub fn route(pruner: &Pruner, args: RouteArgs) -> Result<ExitCode, String> {
+    let rules = read(&args.rules, "rules file")?;
+    let decision = match &args.answers {
+        Some(path) => {
+            let answers = read(path, "answers file")?;
+            // No call is made: no scorer is needed.
+            Judge::new(pruner, None).route_with_answers(&rules, &args.message, &answers)
+        }
+        None => {
+            let (scorer, model) = match JevScorer::from_env(pruner, &crate::jev::env) {
+                Ok(found) => found,
+                Err(problem) => {
+                    eprintln!("toolprune: route without --answers calls Jev, and {problem}; or pass --answers FILE (fixed answers)");
+                    return Ok(ExitCode::from(2));
+                }
+            };
+            Judge::new(pruner, Some(Arc::new(scorer)))
+                .with_jev_model(model)
+                .with_cancel(crate::jev::cancel_on_ctrl_c())
+                .route(&rules, &args.message)
+        }
+    };
+    let decision = match decision {
+        Ok(decision) => decision,
+        Err(RouteError::Rules(errors)) => {
+            eprint!("{}", render_load_errors(&args.rules.display().to_string(), &errors));
+            return Ok(ExitCode::from(2));
+        }
+        Err(e @ RouteError::Guest(_)) => return Err(e.to_string()),
+    };
+    let out = if args.json {
+        let mut out = serde_json::to_string_pretty(&decision_json(&decision)).map_err(|e| e.to_string())?;
+        out.push('\n');
+        out
+    } else {
+        summary(&decision)
+    };
+    print!("{out}");
+    Ok(match decision.verdict {
+        Verdict::Failed(_) => ExitCode::from(3),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// One line: `routed to agent_3 (rule 3)`, `returned (otherwise)`,
+/// `returned (rule 1): <note>`, `failed: http_5xx`.
+fn summary(decision: &Decision) -> String {
+    let rule = match decision.rule {
+        Some(n) => format!("rule {n}"),
+        None => "otherwise".to_string(),
+    };
+    match &decision.verdict {
+        Verdict::Routed(to) => format!("routed to {} ({rule})\n", to.join(", ")),
+        Verdict::Returned(None) => format!("returned ({rule})\n"),
+        Verdict::Returned(Some(note)) => format!("returned ({rule}): {note}\n"),
+        Verdict::Failed(reason) => format!("failed: {}\n", wit_name(reason)),
+    }
+}
+
+/// A decision as JSON (`toolprune route --json`).
+pub fn decision_json(decision: &Decision) -> serde_json::Value {
+    let (to, note, reason) = match &decision.verdict {
+        Verdict::Routed(to) => (Some(to.clone()), None, None),
+        Verdict::Returned(note) => (None, note.clone(), None),
+        Verdict::Failed(reason) => (None, None, Some(wit_name(reason))),
+    };
+    let answers: Vec<serde_json::Value> = decision
+        .answers
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "question": a.question,
+                "type": wit_name(&a.kind),
+                "value": a.value,
+                "p": a.p,
+                "margin": a.margin,
+                "mean": a.mean,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "verdict": wit_name(&decision.verdict),
+        "to": to,
+        "note": note,
+        "reason": reason,
+        "rule": decision.rule,
+        "answers": answers,
+        "jev_tokens": decision.jev_tokens,
+        "log": decision.log_line,
+    })
+}

@@ -1,0 +1,50 @@
+//! The Rust host of the toolprune component (contract 0.2, SPEC §14):
+//! mechanism only — every name, text, number and rule is the guest's.
+//!
+//! | module | what | SPEC |
+//! |---|---|---|
+//! | [`engine`] | wasmtime bindings of `wit/`, the compiled, version-checked component ([`Pruner`]), per-call limits from `settings.call-limits-for` | §11, §14 |
+//! | [`cache`] | the disk cache of the compiled component ([`CacheDir`]) | — |
+//! | [`conversation`] | [`Conversation`] (id counter, bounded store, one instance), [`Turn`], [`PruneResult`], `omitted` | §2–§12 |
+//! | [`scorer`] | [`Scoring`] (offline, stub, host), the [`Scorer`] trait, the deadline and retry questions ([`ScoringContext`]), [`ScriptedScorer`] | §5, §11, §14 |
+//! | [`jev`] | the Jev transport over HTTP ([`JevScorer`]), configured by the guest's `settings.resolve` | §5, §11 |
+//! | [`judge`] | the judge router ([`judge::Judge`]) | §13 |
+//! | [`cancel`] | [`CancelToken`] | §11 |
+//! | [`log`] | where log lines go ([`LogSink`]) | §12 |
+//! | [`types`] | the WIT types under friendly names, [`types::wit_name`] | — |
+//!
+//! ```no_run
+//! use toolprune::{ConversationOptions, Pruner, Scoring, ToolResult};
+//!
+//! let pruner = Pruner::shared()?;
+//! let conversation = pruner.conversation(ConversationOptions {
+//!     enabled: true,
+//!     scoring: Some(Scoring::Stub),
+//!     ..ConversationOptions::default()
+//! })?;
+//! let turn = conversation.turn("How does the Streamable HTTP transport resume a stream?");
+//! let result = turn.on_tool_result(ToolResult::prunable("fetch", std::fs::read_to_string("page.md")?));
+//! println!("{}", result.body);
+//! // Later, when the model calls the `omitted` tool:
+//! let answer = conversation.omitted(r#"{"id": "P1"}"#);
+//! println!("{}", answer.text);
+//! # anyhow::Ok(())
+//! ```
+
+pub mod cache;
+pub mod cancel;
+pub mod conversation;
+pub mod engine;
+pub mod jev;
+pub mod judge;
+pub mod log;
+pub mod scorer;
+pub mod types;
+
+pub use cache::CacheDir;
+pub use cancel::CancelToken;
+pub use conversation::{Conversation, ConversationError, ConversationOptions, OmittedAnswer, PruneResult, ToolResult, Turn};
+pub use engine::{HostFailure, LimitsOverride, LoadOptions, Pruner};
+pub use jev::{Attempt, JevScorer};
+pub use log::{CapturedLog, LogSink, StderrLog};
+pub use scorer::{Scorer, Scoring, ScoringContext, ScriptedScorer};
