@@ -33,8 +33,27 @@ def shared_dir() -> Path:
 
 
 def load_vectors() -> List[Dict[str, Any]]:
+    """The 0.1 shared vectors, or [] once they live in tests/conformance
+    (scenario `vectors`, run by test_conformance.py)."""
+    if not VECTORS.is_file():
+        return []
     with open(VECTORS, encoding="utf-8") as handle:
         return json.load(handle)  # type: ignore[no-any-return]
+
+
+def serde_float_literals() -> List[str]:
+    """Every float literal serde_json wrote in the committed test data (the
+    vectors, else the conformance suite's generated files)."""
+    literals: List[str] = []
+
+    def keep(literal: str) -> float:
+        literals.append(literal)
+        return float(literal)
+
+    files = [VECTORS] if VECTORS.is_file() else sorted((REPO / "tests" / "conformance" / "expected").glob("*.json"))
+    for path in files:
+        json.loads(path.read_text(encoding="utf-8"), parse_float=keep)
+    return literals
 
 
 class Log:

@@ -35,10 +35,17 @@ from toolprune import (
 
 from conftest import REPO, Log
 
-FIXTURES = REPO / "tests" / "vectors" / "judge"
+FIXTURES = next(
+    (d for d in (REPO / "tests" / "conformance" / "judge", REPO / "tests" / "vectors" / "judge") if (d / "rules.toml").is_file()),
+    REPO / "tests" / "vectors" / "judge",
+)
+"""The judge's rules and answers files (tests/conformance/judge once the vectors moved there)."""
 RUST = Path(os.environ["TOOLPRUNE_RUST_CLI"]) if os.environ.get("TOOLPRUNE_RUST_CLI") else None
 MESSAGE = "Compare the pricing of three CI services"
-EXPECTED: List[Dict[str, Any]] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+EXPECTED: List[Dict[str, Any]] = (
+    json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8")) if (FIXTURES / "expected.json").is_file() else []
+)
+"""The Rust CLI's route outputs (0.1 fixture); once moved, the conformance scenario `judge-cli` holds them."""
 
 
 def fixture(name: str) -> str:
@@ -105,8 +112,10 @@ def test_a_load_error_lists_each_file_line_col_message(pruner: Pruner, log: Log)
         pruner.route(fixture("invalid.toml"), MESSAGE, fixture("answers.json"), log=log, rules_file="invalid.toml")
     assert caught.value.errors[0] == LoadError(7, 17, "rule 1: `kind` has no option `c` (options: a, b)")
     assert len(caught.value.errors) == 2
-    expected = next(c for c in EXPECTED if c["name"] == "load-error")["stderr"]
-    assert str(caught.value) + "\n" == expected
+    assert str(caught.value) == "\n".join(f"invalid.toml:{e.line}:{e.column}: {e.message}" for e in caught.value.errors)
+    for case in EXPECTED:
+        if case["name"] == "load-error":
+            assert str(caught.value) + "\n" == case["stderr"]
     assert log.lines == []
 
 
@@ -224,7 +233,8 @@ def as_v02(output: Dict[str, Any]) -> Dict[str, Any]:
     return dict(output, stdout=stdout)
 
 
-@pytest.mark.parametrize("case", EXPECTED, ids=[f"{c['name']}-{'json' if '--json' in c['args'] else 'text'}" for c in EXPECTED])
+@pytest.mark.skipif(not EXPECTED, reason="the CLI route outputs are the conformance scenario judge-cli now")
+@pytest.mark.parametrize("case", EXPECTED or [{}], ids=[f"{c['name']}-{'json' if '--json' in c['args'] else 'text'}" for c in EXPECTED] or ["none"])
 def test_cli_route_matches_the_rust_cli(case: Dict[str, Any]) -> None:
     expected = as_v02({"code": case["code"], "stdout": case["stdout"], "stderr": case["stderr"]})
     if RUST is not None:
