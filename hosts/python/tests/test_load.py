@@ -149,13 +149,18 @@ def test_an_unusable_cache_folder_only_costs_the_compile(tmp_path: Path) -> None
     assert off.cache == "off" and works(off)
 
 
-def test_the_default_cache_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    if sys.platform in ("win32", "darwin"):
-        pytest.skip("XDG applies on other systems")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert default_cache_dir() == tmp_path / "toolprune"
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
-    assert default_cache_dir() == Path.home() / ".cache" / "toolprune"
+def test_the_default_cache_folder_is_the_rust_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("TOOLPRUNE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert default_cache_dir() is None
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "toolprune"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "toolprune"
+    monkeypatch.setenv("TOOLPRUNE_CACHE_DIR", str(tmp_path / "own"))
+    assert default_cache_dir() == tmp_path / "own"
+    _engine._compiled.clear()  # noqa: SLF001
+    assert Pruner.load(wasm=WASM).cache == "miss" and (tmp_path / "own").is_dir()
 
 
 def test_a_warm_load_is_much_faster_than_a_cold_one(tmp_path: Path) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -110,17 +109,15 @@ def find_component(path: Union[str, "os.PathLike[str]", None] = None) -> Path:
 # --- the compile cache ----------------------------------------------------------------
 
 
-def default_cache_dir() -> Path:
-    """The per-user cache folder for compiled code: ``%LOCALAPPDATA%\\toolprune``
-    (Windows), ``~/Library/Caches/toolprune`` (macOS), else
-    ``$XDG_CACHE_HOME/toolprune`` or ``~/.cache/toolprune``."""
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA")
-        return Path(base) / "toolprune" if base else Path.home() / "AppData" / "Local" / "toolprune"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "toolprune"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "toolprune"
+def default_cache_dir() -> Optional[Path]:
+    """The per-user cache folder for compiled code, as the Rust host finds
+    it: ``$TOOLPRUNE_CACHE_DIR``, else ``$XDG_CACHE_HOME/toolprune``, else
+    ``$HOME/.cache/toolprune``; None (compile in memory) when none is set."""
+    for name, tail in (("TOOLPRUNE_CACHE_DIR", ()), ("XDG_CACHE_HOME", ("toolprune",)), ("HOME", (".cache", "toolprune"))):
+        value = os.environ.get(name)
+        if value:
+            return Path(value, *tail)
+    return None
 
 
 def _wasmtime_version() -> str:

@@ -80,8 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--request", required=True, help="the user's request (the basis is its first 2,000 characters)")
     prune.add_argument(
         "--threshold",
-        help="0.1, 0.2, 0.3 or 0.5 (another value is refused with exit 2 and the text passed through); "
-        "default: the configuration's, else the guest's",
+        help="the threshold, checked by the guest (a value it refuses: its message, exit 2, the text "
+        "passed through); default: the configuration's, else the guest's",
     )
     prune.add_argument("--lang", help="language of the markers (en, ja); default: the configuration's")
     prune.add_argument(

@@ -11,7 +11,6 @@ live judgement runs on a fresh instance of the component.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
@@ -196,6 +195,8 @@ class Judge:
     async def route_async(self) -> Decision:
         """The judgement without blocking the event loop: the guest's steps in
         a worker thread, the scorer awaited on the loop."""
+        import asyncio
+
         if self.answers is not None:
             return await asyncio.to_thread(self._fixed)
         started = await asyncio.to_thread(self._load)

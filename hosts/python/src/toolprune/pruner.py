@@ -12,7 +12,6 @@ writes the guest's log lines (SPEC §12).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
@@ -22,7 +21,10 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+if TYPE_CHECKING:  # imported where used (see scorers.py)
+    import asyncio
 
 from . import _convert, _engine
 from ._convert import get
@@ -117,7 +119,7 @@ class Pruner:
         if cache_dir is False:
             cache: Optional[Path] = None
         elif cache_dir is None or cache_dir is True:
-            cache = _engine.default_cache_dir()
+            cache = _engine.default_cache_dir()  # None: in memory
         else:
             cache = Path(cache_dir)
         pruner = cls(_engine.compiled(path, cache), limits=limits, log=log)
@@ -598,6 +600,8 @@ class Conversation:
     async def _score_async(self, job: _Job, cancel: CancelToken) -> Union[Scored, HostFailure, None]:
         if job.request is None:
             return None
+        import asyncio
+
         if job.scorer == STUB:
             return Scored("cancelled", 0) if cancel.cancelled else await asyncio.to_thread(self._stub, job)
         request = _convert.lift_request(job.request)
@@ -813,6 +817,8 @@ class Turn:
         concurrently (``asyncio.gather``). Cancelling the awaiting task
         finishes the job as ``cancelled`` (its log line is written) and
         re-raises :class:`asyncio.CancelledError`."""
+        import asyncio
+
         conv = self.conversation
         _require_str("text", text)
         _require_str("tool", tool)

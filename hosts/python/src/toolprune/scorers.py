@@ -29,13 +29,14 @@ a relevance model), :class:`ScriptedScorer` (fixed answers, for tests) and
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import inspect
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Union, runtime_checkable
+
+if TYPE_CHECKING:  # imported where used: asyncio alone costs ~0.1 s of a CLI's cold start
+    import asyncio
+    import concurrent.futures
 
 from ._convert import lower_answer, u32
 from .types import BatchAnswer, Failed, JevResponse, Scores, ScoringRequest, ScoringResponse
@@ -91,9 +92,9 @@ class CancelToken:
         callback()
         return lambda: None
 
-    def future(self, loop: asyncio.AbstractEventLoop) -> "asyncio.Future[None]":
+    def future(self, loop: "asyncio.AbstractEventLoop") -> "asyncio.Future[None]":
         """An asyncio future of ``loop`` that completes when cancelled."""
-        fut: asyncio.Future[None] = loop.create_future()
+        fut: "asyncio.Future[None]" = loop.create_future()
 
         def wake() -> None:
             def settle() -> None:
@@ -155,6 +156,8 @@ def scorer_name(scorer: Any) -> Optional[str]:
 
 
 def _takes_cancel(fn: Any) -> bool:
+    import inspect
+
     try:
         return "cancel" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -210,7 +213,9 @@ def convert(request: ScoringRequest, value: Any, elapsed: int) -> Scored:
 def _start_daemon(fn: Callable[[], Any]) -> "concurrent.futures.Future[Any]":
     """Runs ``fn`` in a daemon thread (a hung scorer never holds the process
     or an event loop's executor open). Its outcome as a future."""
-    fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    import concurrent.futures
+
+    fut: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
 
     def work() -> None:
         if not fut.set_running_or_notify_cancel():
@@ -243,6 +248,8 @@ def run_sync(scorer: Any, request: ScoringRequest, cancel: CancelToken, deadline
     if callable(getattr(scorer, "score", None)):
         call = _blocking_call(scorer, request, stop)
     else:
+        import asyncio
+
         call = lambda: asyncio.run(_async_call(scorer, request, stop))  # noqa: E731
     wake = threading.Event()
     unlink = cancel.on_cancel(wake.set)
@@ -276,6 +283,8 @@ async def run_async(scorer: Any, request: ScoringRequest, cancel: CancelToken, d
     one, else ``score`` in a daemon thread. Waits for the answer, the
     deadline or the cancellation. Cancelling the awaiting task stops the
     scorer and re-raises."""
+    import asyncio
+
     start = time.monotonic()
     if cancel.cancelled:
         return Scored("cancelled", 0)
@@ -412,6 +421,8 @@ class ScriptedScorer:
 
     async def score_async(self, request: ScoringRequest) -> ScoringResponse:
         """Like :meth:`score`, but the delay is an ``asyncio.sleep``."""
+        import asyncio
+
         with self._lock:
             self._seen.append(request)
         if self._delay > 0:
