@@ -10,11 +10,10 @@ calls after one warm-up. Prints Markdown rows in bench.rs's column layout.
 
     hosts/python/scripts/install.sh && hosts/python/.venv/bin/python hosts/python/scripts/bench.py
 
-(``scripts/bench`` runs it.) Calls: ``turn.on_tool_result`` (blocking, the
-``prune`` export) and ``await turn.on_tool_result_async`` (the ``prune-job``
-form, guest steps in a worker thread, one event loop for every call), each
-with the offline scorer and the stub. Every turn makes its own instance, as
-in the Rust host.
+(``scripts/bench`` runs it.) Calls: ``turn.on_tool_result`` (blocking) and
+``await turn.on_tool_result_async`` (guest steps in a worker thread, one
+event loop for every call), each with the offline scorer and the stub. Every call makes a new conversation
+(and so its own instance), as in the Rust host.
 """
 
 from __future__ import annotations
@@ -60,11 +59,11 @@ def main() -> None:
     quiet: Callable[[str], None] = lambda _line: None  # noqa: E731
 
     def call_blocking(pruner: Pruner) -> str:
-        turn = pruner.begin_turn(request, enabled=True, log=quiet)
+        turn = pruner.conversation(enabled=True, log=quiet).turn(request)
         return turn.on_tool_result(tool="fetch", text=text, prunable=True).outcome
 
     async def call_async(pruner: Pruner) -> str:
-        turn = pruner.begin_turn(request, enabled=True, log=quiet)
+        turn = pruner.conversation(enabled=True, log=quiet).turn(request)
         return (await turn.on_tool_result_async(tool="fetch", text=text, prunable=True)).outcome
 
     def time_blocking(fn: Callable[[], str]) -> float:
@@ -88,11 +87,11 @@ def main() -> None:
     for scorer in ("offline", "stub"):
         pruner = Pruner.load(scorer=scorer, log=quiet)
         blocking = time_blocking(lambda: call_blocking(pruner))
-        print(row(f"per call through `turn.on_tool_result` (blocking, new turn + instance), {scorer} scorer", blocking))
+        print(row(f"per call through `turn.on_tool_result` (blocking, new conversation + instance), {scorer} scorer", blocking))
         asynchronous = asyncio.run(time_async(lambda: call_async(pruner)))
         print(
             row(
-                f"per call through `await turn.on_tool_result_async` (asyncio, new turn + instance), {scorer} scorer",
+                f"per call through `await turn.on_tool_result_async` (asyncio, new conversation + instance), {scorer} scorer",
                 asynchronous,
             )
         )

@@ -1,19 +1,29 @@
-"""Shared fixtures: the component, `shared/`, the vectors, captured logs."""
+"""Shared fixtures: the component, `shared/`, the vectors, captured logs.
+
+The compile cache of every test (and of every CLI process a test starts)
+lives in a temporary folder: `XDG_CACHE_HOME` is pointed there before
+anything is loaded, so the suite never writes to the user's cache."""
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from toolprune import Pruner
+_CACHE = tempfile.TemporaryDirectory(prefix="toolprune-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE.name
+
+from toolprune import Pruner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 """The repository root (hosts/python/tests → …)."""
 VECTORS = REPO / "tests" / "vectors" / "vectors.json"
+
+REQUEST = "How do I configure the retry limit for the upload client?"
 
 
 def shared_dir() -> Path:
@@ -23,8 +33,27 @@ def shared_dir() -> Path:
 
 
 def load_vectors() -> List[Dict[str, Any]]:
+    """The 0.1 shared vectors, or [] once they live in tests/conformance
+    (scenario `vectors`, run by test_conformance.py)."""
+    if not VECTORS.is_file():
+        return []
     with open(VECTORS, encoding="utf-8") as handle:
         return json.load(handle)  # type: ignore[no-any-return]
+
+
+def serde_float_literals() -> List[str]:
+    """Every float literal serde_json wrote in the committed test data (the
+    vectors, else the conformance suite's generated files)."""
+    literals: List[str] = []
+
+    def keep(literal: str) -> float:
+        literals.append(literal)
+        return float(literal)
+
+    files = [VECTORS] if VECTORS.is_file() else sorted((REPO / "tests" / "conformance" / "expected").glob("*.json"))
+    for path in files:
+        json.loads(path.read_text(encoding="utf-8"), parse_float=keep)
+    return literals
 
 
 class Log:
@@ -47,6 +76,11 @@ def log() -> Log:
     return Log()
 
 
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "cache"
+
+
 def shared_text(relative: str) -> str:
     """A shared file as UTF-8, bytes as they are (no newline translation: CRLF stays)."""
     return (shared_dir() / relative).read_bytes().decode("utf-8")
@@ -56,4 +90,12 @@ def headings_text() -> str:
     return shared_text("cases/headings.md")
 
 
-REQUEST = "How do I configure the retry limit for the upload client?"
+def note_text(count: int = 12, word: str = "Note") -> str:
+    """`count` numbered paragraphs of ~390 characters (the conformance suite's text): one batch up to 16."""
+    template = (
+        word + " {i}. The upload client keeps a small queue of pending parts and sends them in order; when a part "
+        "fails it is put back at the head of the queue and tried again after a pause that grows with each "
+        "failure. Operators who watch the queue see the same part name several times in a row, which is "
+        "expected and harmless, and the dashboard marks it amber until it goes through."
+    )
+    return "\n\n".join(template.replace("{i}", str(i)) for i in range(1, count + 1))

@@ -1,48 +1,68 @@
 """toolprune for Python: drop the paragraphs of a large tool result that do
 not help answer the user's request — verbatim, at paragraph boundaries,
-once — through the toolprune WebAssembly component (wasmtime).
+once — through the toolprune WebAssembly component (wasmtime,
+contract ``toolprune:pruner@0.2``).
 
     from toolprune import Pruner
 
-    pruner = Pruner.load(scorer="offline")            # compiled once per process
-    turn = pruner.begin_turn(user_message, enabled=True)
+    pruner = Pruner.load()                                 # compiled once, cached on disk
+    conversation = pruner.conversation(enabled=True)       # one per agent conversation
+    turn = conversation.turn(user_message)                 # one per user message
     result = turn.on_tool_result(tool="fetch", text=page, prunable=True)
-    send_to_model(result.body)                         # result.raw for repeat detection
-    back = turn.omitted({"id": "P1", "from": 8, "to": 14})
+    send_to_model(result.body)                             # result.raw for repeat detection
+    tools.append(conversation.omitted_tool("anthropic"))   # the `omitted` tool, static
+    answer = conversation.omitted({"id": "P1", "from": 8, "to": 14})
+    send_tool_result(answer.text)
 
 Every rule lives in the guest; this package supplies the HTTP call
-(:class:`toolprune.jev.JevScorer`), the clock, the turn store, resource
-limits and fail-open.
+(:class:`toolprune.jev.JevScorer`), the clock, the store, resource limits
+and fail-open.
 """
 
-from .jev import JevScorer
+from typing import Any
+
+from ._engine import ComponentError, default_cache_dir
 from .judge import Decision, JudgeAnswer, LoadError, RulesError, render_load_errors
-from .pruner import Pruner, Turn, stderr_log
-from .scorers import AsyncScorer, CancelToken, OfflineScorer, Scorer, ScriptedScorer, StubScorer
+from .pruner import Conversation, Pruner, Turn, stderr_log
+from .scorers import AsyncScorer, CancelToken, Scorer, ScriptedScorer
+from .settings import ConfigError, Settings
 from .types import (
     Batch,
     BatchAnswer,
     BatchFailure,
+    Config,
     Counts,
+    DroppedUnit,
     Failed,
     GuestError,
-    GuestFailure,
+    HostFailure,
+    Inspection,
+    JevEndpoint,
     JevResponse,
     Limits,
-    OmittedResult,
-    ParagraphInfo,
+    OmittedAnswer,
     ParagraphReport,
-    Pruned,
-    Report,
+    PruneResult,
     Scores,
     ScoringRequest,
     ScoringResponse,
     StoredResult,
-    ToolSpec,
+    StoreLimits,
     TransportPolicy,
+    UnitInfo,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+def __getattr__(name: str) -> Any:
+    # The Jev transport imports urllib (≈ 30 ms): only when asked for.
+    if name == "JevScorer":
+        from .jev import JevScorer
+
+        return JevScorer
+    raise AttributeError(f"module 'toolprune' has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncScorer",
@@ -50,34 +70,40 @@ __all__ = [
     "BatchAnswer",
     "BatchFailure",
     "CancelToken",
+    "ComponentError",
+    "Config",
+    "ConfigError",
+    "Conversation",
     "Counts",
     "Decision",
+    "DroppedUnit",
     "Failed",
     "GuestError",
-    "GuestFailure",
+    "HostFailure",
+    "Inspection",
+    "JevEndpoint",
     "JevResponse",
     "JevScorer",
     "JudgeAnswer",
     "Limits",
     "LoadError",
-    "OfflineScorer",
-    "OmittedResult",
-    "ParagraphInfo",
+    "OmittedAnswer",
     "ParagraphReport",
-    "Pruned",
+    "PruneResult",
     "Pruner",
-    "Report",
     "RulesError",
     "Scorer",
     "Scores",
     "ScoringRequest",
     "ScoringResponse",
     "ScriptedScorer",
+    "Settings",
+    "StoreLimits",
     "StoredResult",
-    "StubScorer",
-    "ToolSpec",
     "TransportPolicy",
     "Turn",
+    "UnitInfo",
+    "default_cache_dir",
     "render_load_errors",
     "stderr_log",
 ]

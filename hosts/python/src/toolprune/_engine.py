@@ -1,94 +1,93 @@
-"""The wasmtime side: the compiled component, one live instance, and the
-conversions between wasmtime-py's component values and :mod:`toolprune.types`.
+"""The wasmtime side: finding the component, compiling it (with an on-disk
+cache of the compiled code), checking its contract version, and instances
+whose every call runs under the limits the guest sizes for it.
 
-wasmtime-py (50.x) maps WIT values as follows (pinned by
+wasmtime-py (50.x) maps the WIT values as follows (pinned by
 ``tests/test_wit_mapping.py``):
 
 - ``record`` → :class:`wasmtime.component.Record` with the WIT field names as
-  attributes (``getattr(r, "raw-chars")``); lowering reads the same attributes;
+  attributes (``getattr(r, "raw-chars")``); lowering reads the same attributes,
+  so a record lifted from one call can be passed to another unchanged;
 - ``enum`` → ``str`` (the WIT case name, kebab-case);
 - ``list<T>`` → ``list``, ``tuple<…>`` → ``tuple``, integers → ``int``,
   ``f64`` → ``float`` (an ``int`` is refused);
 - ``option<T>`` → ``None`` or the value; ``result<T, E>`` and ``variant`` are
   **untagged** when the Python classes of their cases do not overlap, else
-  :class:`wasmtime.component.Variant`. In this WIT every one is untagged:
-  ``scorer-choice`` is ``str`` (host) or ``None`` (offline); ``failure`` is
-  ``int`` (http) or ``None`` (network); ``batch-answer`` is ``list`` (scores),
-  ``str`` (jev-response) or a ``failure``; ``scoring-response.answers`` is a
-  ``list`` (ok) or ``str`` (the stop);
-- ``resource prune-job`` → :class:`wasmtime.component.ResourceAny` from the
-  ``[constructor]prune-job`` export, passed to ``[method]prune-job.*``, freed
-  with ``ResourceAny.drop(store)``.
+  :class:`wasmtime.component.Variant`. Untagged here: ``scorer-choice``
+  (``str`` host / ``None`` offline), ``failure`` (``int`` http / ``None``
+  network), ``batch-answer`` (``list`` scores / ``str`` jev-response / a
+  ``failure``), ``scoring-response.answers`` (``list`` / ``str`` stop), every
+  ``result`` of ``settings`` and ``judge``. Tagged: the judge's ``verdict``;
+- ``resource`` → :class:`wasmtime.component.ResourceAny`, freed with
+  ``ResourceAny.drop(store)``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 
 from wasmtime import Config, Engine, Store, WasmtimeError
-from wasmtime.component import Component, ExportIndex, Linker, Record, ResourceAny
+from wasmtime.component import Component, ExportIndex, Linker
 
-from .types import (
-    Batch,
-    BatchAnswer,
-    BatchFailure,
-    Counts,
-    Failed,
-    GuestFailure,
-    JevResponse,
-    Lang,
-    Limits,
-    OmittedResult,
-    ParagraphInfo,
-    ParagraphReport,
-    Report,
-    Scores,
-    ScoringRequest,
-    ScoringResponse,
-    StoredResult,
-    ToolSpec,
-    TransportPolicy,
-)
+PACKAGE = "toolprune:pruner"
+CONTRACT = "0.2"
+"""The contract this host implements: every ``toolprune:pruner/*`` export must carry ``0.2.x``."""
 
-INTERFACE = "toolprune:pruner/pruner@0.1.0"
-SCORER_IMPORT = "toolprune:pruner/scorer@0.1.0"
-EXPORTS = (
-    "prune",
-    "[constructor]prune-job",
-    "[method]prune-job.scoring-request",
-    "[method]prune-job.finish",
-    "omitted",
-    "omitted-tool",
-    "paragraphs",
-)
-JUDGE_INTERFACE = "toolprune:pruner/judge@0.1.0"
-JUDGE_EXPORTS = (
-    "route",
-    "[static]judge-job.load",
-    "[method]judge-job.scoring-request",
-    "[method]judge-job.finish",
-)
+EXPORTS: Dict[str, Tuple[str, ...]] = {
+    "settings": (
+        "version",
+        "threshold",
+        "variables",
+        "config-path",
+        "resolve",
+        "is-prunable",
+        "retry-delay",
+        "call-limits-for",
+        "failure-line",
+    ),
+    "pruner": (
+        "[constructor]prune-job",
+        "[method]prune-job.scoring-request",
+        "[method]prune-job.finish",
+        "stub-scores",
+        "inspect",
+    ),
+    "omitted": ("requested-id", "answer", "unavailable", "tool"),
+    "judge": ("route", "[static]judge-job.load", "[method]judge-job.scoring-request", "[method]judge-job.finish"),
+}
+"""The functions this host calls, by interface."""
+
 ENV_WASM = "TOOLPRUNE_WASM"
+"""Where to find the component (the host's own variable: not configuration of the guest)."""
+
+BOOT_FUEL = 1_000_000_000
+"""Fuel for the one call that asks the guest for its limits (``call-limits-for(0)``)."""
 
 
-def find_component(path: Union[str, os.PathLike[str], None] = None) -> Path:
+class ComponentError(ValueError):
+    """The file is not a toolprune component this host can run (wrong
+    contract version, missing exports). The message names what was found."""
+
+
+def find_component(path: Union[str, "os.PathLike[str]", None] = None) -> Path:
     """Where the component is: ``path``, else ``$TOOLPRUNE_WASM``, else the
     copy inside the installed package, else ``dist/toolprune.wasm`` of a
     source checkout this file lives in (editable installs).
 
     Raises :class:`FileNotFoundError` naming every place that was tried.
     """
-    tried: List[str] = []
     if path is not None:
         return Path(path)
     env = os.environ.get(ENV_WASM)
     if env:
         return Path(env)
-    tried.append(f"${ENV_WASM} (unset)")
+    tried: List[str] = [f"${ENV_WASM} (unset)"]
     here = Path(__file__).resolve().parent
     packaged = here / "toolprune.wasm"
     if packaged.is_file():
@@ -107,335 +106,325 @@ def find_component(path: Union[str, os.PathLike[str], None] = None) -> Path:
     )
 
 
-# --- the scorer import -----------------------------------------------------------
-
-ScoreCall = Callable[[ScoringRequest], ScoringResponse]
+# --- the compile cache ----------------------------------------------------------------
 
 
-class _CallContext(threading.local):
-    """What the ``scorer.score`` import does on this thread, during one export call."""
+def default_cache_dir() -> Optional[Path]:
+    """The per-user cache folder for compiled code, as the Rust host finds
+    it: ``$TOOLPRUNE_CACHE_DIR``, else ``$XDG_CACHE_HOME/toolprune``, else
+    ``$HOME/.cache/toolprune``; None (compile in memory) when none is set."""
+    for name, tail in (("TOOLPRUNE_CACHE_DIR", ()), ("XDG_CACHE_HOME", ("toolprune",)), ("HOME", (".cache", "toolprune"))):
+        value = os.environ.get(name)
+        if value:
+            return Path(value, *tail)
+    return None
 
-    score: Optional[ScoreCall] = None
-    error: Optional[BaseException] = None
+
+def _wasmtime_version() -> str:
+    """The installed wasmtime-py's version, from its ``.dist-info`` folder
+    (``importlib.metadata`` costs ≈ 0.2 s at a cold start), plus the native
+    library's size and mtime so that a reinstall of the same version with
+    another build never reads code compiled by the old one."""
+    import wasmtime
+
+    package = Path(wasmtime.__file__).resolve().parent
+    version = "unknown"
+    for info in package.parent.glob("wasmtime-*.dist-info"):
+        version = info.name[len("wasmtime-") : -len(".dist-info")]
+        break
+    else:  # pragma: no cover - an unusual install layout
+        try:
+            from importlib.metadata import version as dist_version
+
+            version = dist_version("wasmtime")
+        except Exception:  # noqa: BLE001
+            pass
+    stamp = ""
+    for lib in package.glob("*/_libwasmtime.*"):
+        st = lib.stat()
+        stamp = f"-{st.st_size}-{st.st_mtime_ns}"
+        break
+    return version + stamp
 
 
-_context = _CallContext()
+_ENGINE_TAG = "fuel"
+"""What the engine's configuration adds to the cache key (fuel metering on)."""
 
 
-def _score_import(_store: Any, request: Record) -> Record:
-    """The host function behind ``scorer.score``. The guest calls it on the
-    thread that called the export, so a thread-local tells which turn's
-    scorer answers. Any exception becomes a trap (the turn fails open)."""
-    call = _context.score
+@dataclass(frozen=True)
+class CacheEntry:
+    """Where the compiled code of one component lives in the cache."""
+
+    code: Path
+    """The serialized component (``Component.serialize``)."""
+    digest: Path
+    """Hex SHA-256 of ``code``'s bytes, checked before they are deserialized."""
+
+
+def cache_entry(cache_dir: Path, wasm: bytes) -> CacheEntry:
+    """The entry for ``wasm`` (its SHA-256, the wasmtime-py version, the engine tag)."""
+    key = hashlib.sha256(wasm).hexdigest()
+    raw = f"{key}-{_wasmtime_version()}-{_ENGINE_TAG}"
+    name = f"{key[:32]}-{hashlib.sha256(raw.encode()).hexdigest()[:16]}"
+    return CacheEntry(cache_dir / f"{name}.cwasm", cache_dir / f"{name}.cwasm.sha256")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        if call is None:
-            # An instance that must never score (inspection, prune-job): stop.
-            return lower_response(ScoringResponse.stopped("cancelled", 0))
-        return lower_response(call(lift_request(request)))
-    except BaseException as err:  # noqa: BLE001 - a scorer must never unwind into wasm
-        _context.error = err
-        raise WasmtimeError("the scorer raised; the call fails open") from None
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
-# --- conversions -------------------------------------------------------------------
+def _read_cached(engine: Engine, entry: CacheEntry) -> Optional[Component]:
+    """The cached component, or None when there is none, or it is corrupt,
+    foreign (another wasmtime or engine configuration) or unreadable."""
+    try:
+        expected = entry.digest.read_text(encoding="ascii").strip()
+        data = entry.code.read_bytes()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if hashlib.sha256(data).hexdigest() != expected:
+        return None
+    try:
+        return Component.deserialize(engine, data)
+    except (WasmtimeError, ValueError, TypeError):
+        return None
 
 
-def _record(**fields: Any) -> Record:
-    """A :class:`Record` whose attributes are the WIT names (``_`` → ``-``)."""
-    rec = Record()
-    for name, value in fields.items():
-        setattr(rec, name.replace("_", "-"), value)
-    return rec
+def _write_cached(component: Component, entry: CacheEntry) -> bool:
+    """Store the compiled code and its digest; False when the cache is not writable."""
+    try:
+        data = bytes(component.serialize())
+        entry.code.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.chmod(entry.code.parent, 0o700)
+        except OSError:
+            pass
+        _atomic_write(entry.code, data)
+        _atomic_write(entry.digest, hashlib.sha256(data).hexdigest().encode("ascii"))
+        return True
+    except (OSError, WasmtimeError):
+        return False
 
 
-def _get(rec: Any, name: str) -> Any:
-    return getattr(rec, name)
+def load_component(engine: Engine, path: Path, cache_dir: Optional[Path]) -> Tuple[Component, str]:
+    """The compiled component at ``path``: from the cache when a verified
+    entry exists, else compiled (and stored when ``cache_dir`` is given).
+    Returns it and how it was obtained: ``hit``, ``miss`` (compiled and
+    stored), ``unwritable`` (compiled, the cache could not be written) or
+    ``off`` (compiled, no cache)."""
+    wasm = path.read_bytes()
+    if cache_dir is None:
+        return Component(engine, wasm), "off"
+    entry = cache_entry(cache_dir, wasm)
+    found = _read_cached(engine, entry)
+    if found is not None:
+        return found, "hit"
+    component = Component(engine, wasm)
+    return component, ("miss" if _write_cached(component, entry) else "unwritable")
 
 
-def _snake(name: str) -> Any:
-    return name.replace("-", "_")
+# --- the compiled component ---------------------------------------------------------------
 
 
-def lift_request(rec: Any) -> ScoringRequest:
-    policy = _get(rec, "policy")
-    return ScoringRequest(
-        basis=_get(rec, "basis"),
-        batches=[
-            Batch(
-                paragraphs=list(_get(b, "paragraphs")),
-                chunks=list(_get(b, "chunks")),
-                jev_body=_get(b, "jev-body"),
-            )
-            for b in _get(rec, "batches")
-        ],
-        policy=TransportPolicy(
-            max_in_flight=_get(policy, "max-in-flight"),
-            deadline_ms=_get(policy, "deadline-ms"),
-            max_retries=_get(policy, "max-retries"),
-            retry_on=[(int(lo), int(hi)) for lo, hi in _get(policy, "retry-on")],
-            retry_backoff_ms=_get(policy, "retry-backoff-ms"),
-        ),
-    )
+def contract_version(component: Component, engine: Engine, path: Path) -> str:
+    """The version of the ``toolprune:pruner`` interfaces ``component`` exports.
 
-
-def _u32(value: int) -> int:
-    return max(0, min(int(value), 0xFFFF_FFFF))
-
-
-def _lower_answer(answer: BatchAnswer) -> Any:
-    if isinstance(answer, Scores):
-        return [None if v is None else float(v) for v in answer.values]
-    if isinstance(answer, JevResponse):
-        if not isinstance(answer.body, str):
-            raise TypeError("JevResponse.body must be a str")
-        return answer.body
-    if isinstance(answer, Failed):
-        if answer.status is None:
-            return None
-        status = int(answer.status)
-        if not 0 <= status <= 0xFFFF:
-            raise ValueError(f"HTTP status out of range: {status}")
-        return status
-    raise TypeError(f"not a batch answer: {type(answer).__name__}")
-
-
-def lower_response(response: ScoringResponse) -> Record:
-    if not isinstance(response, ScoringResponse):
-        raise TypeError(f"a scorer must return a ScoringResponse, not {type(response).__name__}")
-    if response.stop is not None:
-        if response.stop not in ("timeout", "cancelled"):
-            raise ValueError(f"not a scoring stop: {response.stop!r}")
-        answers: Any = response.stop
-    else:
-        answers = [_lower_answer(a) for a in (response.answers or [])]
-    return _record(answers=answers, elapsed_ms=_u32(response.elapsed_ms))
-
-
-def lower_input(
-    *,
-    request: str,
-    text: str,
-    enabled: bool,
-    succeeded: bool,
-    prunable: bool,
-    threshold: float,
-    lang: Lang,
-    sequence: int,
-    scorer: Optional[str],
-    jev_model: Optional[str],
-    agent: str,
-    tool: str,
-) -> Record:
-    """A ``prune-input``; ``scorer=None`` is the guest's offline scorer."""
-    return _record(
-        request=request,
-        text=text,
-        enabled=bool(enabled),
-        succeeded=bool(succeeded),
-        prunable=bool(prunable),
-        threshold=float(threshold),
-        lang=lang,
-        sequence=_u32(sequence),
-        scorer=scorer,
-        jev_model=jev_model,
-        agent=agent,
-        tool=tool,
-    )
-
-
-def lower_stored(stored: List[StoredResult]) -> List[Record]:
-    return [_record(id=s.id, text=s.text, dropped=list(s.dropped)) for s in stored]
-
-
-def lift_stored(rec: Any) -> StoredResult:
-    return StoredResult(id=_get(rec, "id"), text=_get(rec, "text"), dropped=list(_get(rec, "dropped")))
-
-
-def lift_report(rec: Any) -> Report:
-    counts = _get(rec, "counts")
-    record = _get(rec, "record")
-    shape = _get(rec, "shape")
-    return Report(
-        body=_get(rec, "body"),
-        raw=_get(rec, "raw"),
-        outcome=_snake(_get(rec, "outcome")),
-        shape=None if shape is None else _snake(shape),
-        counts=Counts(
-            raw_chars=_get(counts, "raw-chars"),
-            kept_chars=_get(counts, "kept-chars"),
-            paragraphs=_get(counts, "paragraphs"),
-            dropped=_get(counts, "dropped"),
-            calls=_get(counts, "calls"),
-            jev_tokens=_get(counts, "jev-tokens"),
-            ms=_get(counts, "ms"),
-        ),
-        ratio=_get(rec, "ratio"),
-        threshold=_get(rec, "threshold"),
-        log_line=_get(rec, "log-line"),
-        record=None if record is None else lift_stored(record),
-        paragraphs=[
-            ParagraphReport(
-                index=_get(p, "index"),
-                chars=_get(p, "chars"),
-                score=_get(p, "score"),
-                fate=_snake(_get(p, "fate")),
-            )
-            for p in _get(rec, "paragraphs")
-        ],
-        failures=[
-            BatchFailure(batch=_get(f, "batch"), status=_get(f, "status"), klass=_get(f, "class"))
-            for f in _get(rec, "failures")
-        ],
-    )
-
-
-def lift_omitted(rec: Any) -> OmittedResult:
-    return OmittedResult(
-        outcome=_snake(_get(rec, "outcome")),
-        text=_get(rec, "text"),
-        log_line=_get(rec, "log-line"),
-    )
-
-
-def lift_tool_spec(rec: Any) -> ToolSpec:
-    return ToolSpec(
-        name=_get(rec, "name"),
-        description=_get(rec, "description"),
-        input_schema=_get(rec, "input-schema"),
-    )
-
-
-def lift_paragraph_info(rec: Any) -> ParagraphInfo:
-    return ParagraphInfo(
-        index=_get(rec, "index"),
-        byte_start=_get(rec, "byte-start"),
-        byte_end=_get(rec, "byte-end"),
-        char_start=_get(rec, "char-start"),
-        char_end=_get(rec, "char-end"),
-        kind=_get(rec, "kind"),
-    )
-
-
-# --- the compiled component and its instances -------------------------------------------
+    Raises :class:`ComponentError` unless every one is ``0.2.x``: ``toolprune:
+    this component implements contract X, this host needs 0.2.x (rebuild or
+    reinstall toolprune)``.
+    """
+    names = list(component.type.exports(engine))
+    ours = [n for n in names if n.startswith(PACKAGE + "/")]
+    if not ours:
+        raise ComponentError(
+            f"toolprune: {path} is not a toolprune component (it exports no {PACKAGE} interface; "
+            f"exports: {', '.join(names) or 'none'})"
+        )
+    versions = sorted({n.partition("@")[2] or "(unversioned)" for n in ours})
+    if any(not v.startswith(CONTRACT + ".") for v in versions):
+        raise ComponentError(
+            f"toolprune: this component implements contract {', '.join(versions)}, this host needs "
+            f"{CONTRACT}.x (rebuild or reinstall toolprune)"
+        )
+    if len(versions) > 1:
+        raise ComponentError(f"toolprune: {path} mixes contract versions {', '.join(versions)}")
+    return versions[0]
 
 
 class Compiled:
-    """The component compiled once (fuel metering on), and a linker that
-    provides the ``scorer`` import. Shared by every turn of a process."""
+    """The component compiled once (fuel metering on), version-checked, with
+    the index of every function this host calls and the names of the enums
+    it validates input against. Shared by every conversation of a process."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cache_dir: Optional[Path]) -> None:
         config = Config()
         config.consume_fuel = True
         self.path = path
         self.engine = Engine(config)
-        self.component = Component.from_file(self.engine, str(path))
-        self.linker = Linker(self.engine)
-        with self.linker.root() as root:
-            with root.add_instance(SCORER_IMPORT) as scorer:
-                scorer.add_func("score", _score_import)
-        iface = self.component.get_export_index(INTERFACE)
-        if iface is None:
-            raise ValueError(f"{path}: not a toolprune component (no export {INTERFACE})")
+        self.component, self.cache = load_component(self.engine, path, cache_dir)
+        self.version = contract_version(self.component, self.engine, path)
+        self.linker = Linker(self.engine)  # the world imports nothing
         self.exports: Dict[str, ExportIndex] = {}
-        for name in EXPORTS:
-            index = self.component.get_export_index(name, iface)
-            if index is None:
-                raise ValueError(f"{path}: the component does not export {INTERFACE}#{name}")
-            self.exports[name] = index
-        judge = self.component.get_export_index(JUDGE_INTERFACE)
-        if judge is None:
-            raise ValueError(f"{path}: the component does not export {JUDGE_INTERFACE}; rebuild it")
-        for name in JUDGE_EXPORTS:
-            index = self.component.get_export_index(name, judge)
-            if index is None:
-                raise ValueError(f"{path}: the component does not export {JUDGE_INTERFACE}#{name}")
-            self.exports[name] = index
-        self._check_contract()
+        types: Dict[str, Any] = dict(self.component.type.exports(self.engine))
+        self.funcs: Dict[str, Any] = {}
+        for iface, names in EXPORTS.items():
+            full = f"{PACKAGE}/{iface}@{self.version}"
+            index = self.component.get_export_index(full)
+            if index is None or full not in types:
+                raise ComponentError(f"toolprune: {path} does not export {full}")
+            iface_type: Dict[str, Any] = cast(Any, types[full].ty).exports(self.engine)
+            for name in names:
+                func = self.component.get_export_index(name, index)
+                if func is None or name not in iface_type:
+                    raise ComponentError(f"toolprune: {path} does not export {full}#{name}")
+                self.exports[name] = func
+                self.funcs[name] = iface_type[name].ty
+        # Enum names, straight from the component's types (no host copy).
+        prune_input = dict(self.funcs["[constructor]prune-job"].params)["input"]
+        self.langs: List[str] = list(dict(prune_input.fields)["lang"].names)
+        self.dialects: List[str] = list(dict(self.funcs["tool"].params)["dialect"].names)
 
-    def _check_contract(self) -> None:
-        """Fail at load, not at the first call, on a component built from
-        another WIT (a stale ``dist/``)."""
-        probe = Instance(self, Limits())
-        params = probe.funcs["prune"].type(probe.store).params
-        fields = [name for name, _ in params[0][1].fields]  # type: ignore[attr-defined]
-        expected = [
-            "request", "text", "enabled", "succeeded", "prunable", "threshold", "lang",
-            "sequence", "scorer", "jev-model", "agent", "tool",
-        ]
-        if fields != expected:
-            raise ValueError(
-                f"{self.path}: prune-input has fields {fields}, this host expects {expected}; "
-                "rebuild the component (`cargo run -p toolprune-artifacts --bin toolprune-dist`)"
-            )
+    def instance(self) -> "Instance":
+        return Instance(self)
 
 
-_compiled: Dict[str, Compiled] = {}
+_compiled: Dict[Tuple[str, Optional[str]], Compiled] = {}
 _compiled_lock = threading.Lock()
 
 
-def compiled(path: Path) -> Compiled:
+def compiled(path: Path, cache_dir: Optional[Path]) -> Compiled:
     """The process-wide compile of the component at ``path``."""
-    key = str(path.resolve())
+    key = (str(path.resolve()), None if cache_dir is None else str(cache_dir))
     with _compiled_lock:
         found = _compiled.get(key)
         if found is None:
-            found = _compiled[key] = Compiled(path)
+            found = _compiled[key] = Compiled(path, cache_dir)
         return found
 
 
-class Instance:
-    """One live instance in its own store. After any error it must be dropped."""
-
-    def __init__(self, compiled: Compiled, limits: Limits) -> None:
-        self.limits = limits
-        self.store = Store(compiled.engine)
-        self.store.set_limits(memory_size=limits.memory_bytes)
-        self.store.set_fuel(limits.fuel)
-        self.instance = compiled.linker.instantiate(self.store, compiled.component)
-        funcs = {}
-        for name, index in compiled.exports.items():
-            func = self.instance.get_func(self.store, index)
-            if func is None:
-                raise ValueError(f"export {name} is not a function")
-            funcs[name] = func
-        self.funcs = funcs
-
-    def call(self, name: str, *args: Any) -> Any:
-        """One export call with a full fuel budget."""
-        self.store.set_fuel(self.limits.fuel)
-        return self.funcs[name](self.store, *args)
-
-    def drop(self, handle: ResourceAny) -> None:
-        self.store.set_fuel(self.limits.fuel)
-        handle.drop(self.store)
+# --- instances ---------------------------------------------------------------------
 
 
-@dataclass
-class CallError:
-    """An export call that gave no answer (see :class:`GuestFailure`)."""
+@dataclass(frozen=True)
+class CallLimits:
+    """Resource limits for one call into the guest (WIT ``settings.call-limits``)."""
 
-    failure: GuestFailure
-    fatal: Optional[BaseException] = None
-    """A KeyboardInterrupt or SystemExit raised by the scorer: re-raised after failing open."""
+    fuel: int
+    """wasmtime fuel for the call (≈ one unit per wasm instruction)."""
+    wall_ms: int
+    """Wall time for the call in ms (hosts without fuel; this host uses fuel)."""
+    memory_bytes: Optional[int]
+    """Linear memory of the instance at most, in bytes (None: unlimited, for the first call only)."""
 
 
-def run_guarded(
-    instance: Instance, score: Optional[ScoreCall], body: Callable[[Instance], Any]
-) -> Union[Any, CallError]:
-    """Runs ``body(instance)`` with ``score`` behind the import; an exception
-    becomes a :class:`CallError` (the caller discards the instance)."""
-    previous = _context.score
-    _context.score = score
-    _context.error = None
+class Trapped(Exception):
+    """A call into the guest that gave no answer: a trap, a panic, a resource
+    limit or a failed instantiation. The instance must be dropped.
+
+    ``limit``: ``fuel`` when fuel ran out; None when this host cannot tell (a
+    refused memory growth ends in the guest's ``unreachable``, like a panic).
+    ``message``: wasmtime's message, for diagnosis; never document text."""
+
+    def __init__(self, limit: Optional[str], message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.message = message
+
+
+def _classify(err: BaseException) -> Trapped:
+    message = f"{type(err).__name__}: {err}"
+    text = str(err)
+    limit = "fuel" if "all fuel consumed" in text else "memory" if "exceeds memory limits" in text else None
+    return Trapped(limit, message)
+
+
+Replay = Callable[["Instance", CallLimits], Any]
+"""Redoes the calls that trapped, on another instance with other limits."""
+
+
+def explain(compiled: Compiled, trapped: Trapped, limits: CallLimits, replay: Replay) -> Trapped:
+    """Names the limit behind a trap that does not name one.
+
+    A refused memory growth makes the guest's allocator fail, which ends in
+    ``unreachable`` like a panic; wasmtime-py cannot report the refusal (no
+    resource-limiter callback in its C API). The guest is deterministic, so
+    the calls are replayed once on a throwaway instance with more memory
+    (4× the limit + 64 MiB): if they get further — they answer, or run out
+    of fuel instead — memory stopped the first run (``limit=memory``); if
+    they trap the same way, it was not memory (``limit`` stays None). Only
+    ever after a trap, which the guest's limits make rare."""
+    if trapped.limit is not None or limits.memory_bytes is None:
+        return trapped
+    more = limits.memory_bytes * 4 + (64 << 20)
+    bigger = CallLimits(fuel=limits.fuel, wall_ms=limits.wall_ms, memory_bytes=more)
     try:
-        return body(instance)
-    except Exception as err:  # noqa: BLE001 - every wasmtime failure fails open
-        scorer_error = _context.error
-        if scorer_error is not None:
-            fatal = scorer_error if not isinstance(scorer_error, Exception) else None
-            message = f"{type(scorer_error).__name__}: {scorer_error}"
-            return CallError(GuestFailure("scorer_error", message), fatal)
-        return CallError(GuestFailure("guest_trap", f"{type(err).__name__}: {err}"))
-    finally:
-        _context.score = previous
-        _context.error = None
+        replay(Instance(compiled, more), bigger)
+    except Trapped as again:
+        if again.limit != "fuel":
+            return trapped
+    except Exception:  # noqa: BLE001 - the probe must never fail the caller
+        return trapped
+    return Trapped("memory", trapped.message)
+
+
+class Instance:
+    """One live instance in its own store. Not thread-safe: callers hold a
+    lock. After :class:`Trapped` it must be dropped."""
+
+    def __init__(self, compiled: Compiled, memory_bytes: Optional[int] = None) -> None:
+        self.compiled = compiled
+        self.store = Store(compiled.engine)
+        if memory_bytes is not None:
+            self.store.set_limits(memory_size=memory_bytes)
+        self.store.set_fuel(BOOT_FUEL)
+        try:
+            self.instance = compiled.linker.instantiate(self.store, compiled.component)
+        except Exception as err:  # noqa: BLE001 - e.g. the memory limit below the initial memory
+            raise _classify(err) from None
+        self._funcs: Dict[str, Any] = {}
+
+    def func(self, name: str) -> Any:
+        found = self._funcs.get(name)
+        if found is None:
+            found = self.instance.get_func(self.store, self.compiled.exports[name])
+            if found is None:  # pragma: no cover - checked at compile time
+                raise ComponentError(f"export {name} is not a function")
+            self._funcs[name] = found
+        return found
+
+    def call(self, limits: CallLimits, name: str, *args: Any) -> Any:
+        """One export call with ``limits``: fuel for this call, memory for the instance.
+
+        Raises :class:`Trapped` on any wasmtime error, and :class:`TypeError`
+        / :class:`ValueError` when an argument cannot be lowered (the instance
+        is then still good: nothing ran)."""
+        self.store.set_fuel(limits.fuel)
+        if limits.memory_bytes is not None:
+            self.store.set_limits(memory_size=limits.memory_bytes)
+        func = self.func(name)
+        try:
+            return func(self.store, *args)
+        except (TypeError, ValueError):
+            raise  # an argument that cannot be lowered: nothing ran
+        except Exception as err:  # noqa: BLE001 - every wasmtime failure is a trap
+            raise _classify(err) from None
+
+    def drop(self, limits: CallLimits, handle: Any) -> None:
+        """Frees a resource handle (``prune-job``, ``judge-job``)."""
+        self.store.set_fuel(limits.fuel)
+        try:
+            handle.drop(self.store)
+        except Exception as err:  # noqa: BLE001
+            raise _classify(err) from None

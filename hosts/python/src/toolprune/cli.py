@@ -1,39 +1,61 @@
-"""``python -m toolprune``: the Rust CLI's ``prune`` and ``split``, with the
-same flags and the same outputs.
+"""``python -m toolprune``: the Rust CLI's ``prune``, ``split`` and ``route``,
+with the same flags and the same outputs.
 
     python -m toolprune prune --request TEXT [--threshold 0.2] [--lang en|ja]
-                              [--scorer offline|stub] [--tool NAME] [--agent NAME]
+                              [--scorer offline|stub|jev] [--tool NAME] [--agent NAME]
                               [--json] [FILE|-]
     python -m toolprune split [--json] [FILE|-]
     python -m toolprune route --rules FILE --message TEXT [--answers FILE] [--json]
 
 ``prune`` writes the body for the model to stdout byte for byte and the
 ``tool prune:`` line to stderr; ``--json`` prints the report instead (the
-Rust CLI's JSON, byte for byte). Exit codes: 0 done (also when the input
-passed through unchanged), 1 the input or the component could not be read,
-2 usage. Input that is not UTF-8 is written back unchanged with a warning.
-The component comes from ``$TOOLPRUNE_WASM`` or the installed package.
+Rust CLI's JSON, byte for byte). Settings: flags > the environment > the
+config file > the guest's defaults, resolved by the guest
+(``settings.resolve``); without ``--scorer``, Jev when it is configured,
+else the offline scorer. Exit codes: 0 done (also when the input passed
+through unchanged), 1 the input or the component could not be read, 2
+usage — a refused ``--threshold`` prints the guest's message and passes the
+text through. Input that is not UTF-8 is written back unchanged with a
+warning. Option values may start with ``-`` (``--threshold -1`` is a value,
+refused by the guest). The component comes from ``$TOOLPRUNE_WASM`` or the
+installed package.
 
 ``route`` is the judge router: the decision to stdout, the ``judge:`` line to
-stderr, as the Rust CLI's ``toolprune route``. Exit codes: 0 routed or
-returned, 3 failed (Jev could not judge), 2 an invalid rules file or usage,
-1 a file or the component failed.
+stderr. Exit codes: 0 routed or returned, 3 failed (Jev could not judge), 2
+an invalid rules file or usage, 1 a file or the component failed.
+
+The renderers (``--json``, the ``split`` table, the route summary) are the
+Rust CLI's (``cli/src/report.rs``, ``cli/src/route.rs``) written again: the
+conformance suite's ``cli`` steps and ``tests/test_cli.py`` compare the
+bytes.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
+import os
+import signal
 import sys
 import unicodedata
 from decimal import Decimal
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-from .jev import JevScorer
 from .judge import Decision, RulesError, render_load_errors, summary
 from .pruner import Pruner, stderr_log
-from .types import GuestError, ParagraphInfo, Pruned
+from .scorers import OFFLINE, STUB, CancelToken
+from .settings import ConfigError
+from .types import GuestError, Inspection, PruneResult
+
+SCORERS = ("offline", "stub", "jev")
+"""The scorers ``--scorer`` names (this host's own names)."""
+
+_VALUED = {
+    "prune": ("--request", "--threshold", "--lang", "--scorer", "--tool", "--agent"),
+    "split": (),
+    "route": ("--rules", "--message", "--answers"),
+}
+"""Options that take a value: their value may start with ``-``."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,20 +78,29 @@ def _parser() -> argparse.ArgumentParser:
         "to stdout byte for byte, the `tool prune:` log line to stderr.",
     )
     prune.add_argument("--request", required=True, help="the user's request (the basis is its first 2,000 characters)")
-    prune.add_argument("--threshold", type=float, default=0.2, help="0.1, 0.2, 0.3 or 0.5; any other value means 0.2")
-    prune.add_argument("--lang", choices=("ja", "en"), default="en", help="language of the markers")
+    prune.add_argument(
+        "--threshold",
+        help="the threshold, checked by the guest (a value it refuses: its message, exit 2, the text "
+        "passed through); default: the configuration's, else the guest's",
+    )
+    prune.add_argument("--lang", help="language of the markers (en, ja); default: the configuration's")
     prune.add_argument(
         "--scorer",
-        choices=("offline", "stub"),
-        default="offline",
+        choices=SCORERS,
         help="offline: the guest's lexical (BM25) scorer, nothing leaves the machine; "
-        "stub: a trivial word-overlap stand-in for tests, not a relevance model",
+        "stub: a trivial word-overlap stand-in for tests, not a relevance model; "
+        "jev: TypeSafe's Jev over HTTP. Default: jev when configured, else offline",
     )
     prune.add_argument("--tool", default="cli", help="tool name for the log line")
     prune.add_argument("--agent", default="cli", help="agent name for the log line")
     prune.add_argument("--json", action="store_true", help="print a JSON report instead of the body")
     prune.add_argument("file", nargs="?", help="the document; `-` or nothing reads stdin")
-    split = commands.add_parser("split", help="show the paragraphs exactly as pruning splits the document")
+    split = commands.add_parser(
+        "split",
+        help="show the units exactly as pruning splits the document",
+        description="Show the units exactly as pruning splits the document (pruner.inspect): the shape, "
+        "a wrapper's span, each unit's span and kind (scored, fixed, blank).",
+    )
     split.add_argument("--json", action="store_true", help="print JSON instead of a table")
     split.add_argument("file", nargs="?", help="the document; `-` or nothing reads stdin")
     route = commands.add_parser(
@@ -83,10 +114,25 @@ def _parser() -> argparse.ArgumentParser:
     route.add_argument(
         "--answers",
         help="fixed Jev answers (the text of a Jev response), so no call is made; "
-        "without it, Jev is called once with the TOOLPRUNE_JEV_* settings",
+        "without it, Jev is called once with the configured credentials",
     )
     route.add_argument("--json", action="store_true", help="print the decision, the answers and the log line as JSON")
     return parser
+
+
+def _join_values(argv: Sequence[str]) -> List[str]:
+    """``--opt VALUE`` → ``--opt=VALUE`` for options that take a value, so
+    that a value starting with ``-`` (``--threshold -1``) stays a value."""
+    out = list(argv)
+    valued = _VALUED.get(out[0], ()) if out else ()
+    i = 1
+    while i < len(out):
+        if out[i] == "--":
+            break
+        if out[i] in valued and i + 1 < len(out):
+            out[i : i + 2] = [f"{out[i]}={out[i + 1]}"]
+        i += 1
+    return out
 
 
 class _Failure(Exception):
@@ -120,6 +166,23 @@ def _load() -> Pruner:
         return Pruner.load(log=stderr_log)
     except Exception as err:  # noqa: BLE001
         raise _Failure(f"cannot load the component: {err}") from err
+
+
+def _cancel_on_ctrl_c() -> CancelToken:
+    """Ctrl-C cancels scoring (the raw text is printed, outcome ``cancelled``);
+    a second Ctrl-C exits at once with 130."""
+    token = CancelToken()
+
+    def handler(_signum: int, _frame: Any) -> None:
+        if token.cancelled:
+            os._exit(130)
+        token.cancel()
+
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (tests)
+        pass
+    return token
 
 
 # --- serde_json's pretty output, so `--json` matches the Rust CLI byte for byte ---
@@ -180,42 +243,59 @@ def to_json(value: Any, indent: int = 0) -> str:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def prune_report(pruned: Pruned, scorer: str) -> "dict[str, Any]":
+# --- the renderers ------------------------------------------------------------------
+
+
+def prune_report(result: PruneResult, scorer: str) -> Dict[str, Any]:
     """The ``prune --json`` report, fields in the Rust CLI's order."""
-    report = pruned.report
-    if report is None:
-        out: "dict[str, Any]" = {"outcome": pruned.outcome}
-        if pruned.failure is not None:
-            out["reason"] = pruned.failure.reason
-        out.update(shape=None, counts=None, ratio=None, threshold=None, scorer=scorer, id=None, paragraphs=[], failures=[])
-        return out
-    c = report.counts
+    out: Dict[str, Any] = {"outcome": result.outcome, "gate": result.gate}
+    if result.failure is not None:
+        out["reason"] = result.failure.reason
+        if result.failure.limit is not None:
+            out["limit"] = result.failure.limit
+    c = result.counts
+    out.update(
+        shape=result.shape,
+        counts=None
+        if c is None
+        else {
+            "raw_chars": c.raw_chars,
+            "kept_chars": c.kept_chars,
+            "paragraphs": c.paragraphs,
+            "dropped": c.dropped,
+            "calls": c.calls,
+            "jev_tokens": c.jev_tokens,
+            "ms": c.ms,
+        },
+        ratio=result.ratio,
+        threshold=result.threshold,
+        scorer=scorer,
+        id=result.id,
+        served_model=result.served_model,
+        paragraphs=[{"index": p.index, "chars": p.chars, "score": p.score, "fate": p.fate} for p in result.paragraphs],
+        failures=[{"batch": f.batch, "status": f.status, "class": f.klass} for f in result.failures],
+    )
+    return out
+
+
+def split_report(inspection: Inspection) -> Dict[str, Any]:
+    """The ``split --json`` report: the shape, a wrapper's span, one line per unit."""
     return {
-        "outcome": report.outcome,
-        "shape": report.shape,
-        "counts": dataclasses.asdict(c),
-        "ratio": report.ratio,
-        "threshold": report.threshold,
-        "scorer": scorer,
-        "id": None if report.record is None else report.record.id,
-        "paragraphs": [{"index": p.index, "chars": p.chars, "score": p.score, "fate": p.fate} for p in report.paragraphs],
-        "failures": [{"batch": f.batch, "status": f.status, "class": f.klass} for f in report.failures],
+        "shape": inspection.shape,
+        "wrapper_span": None if inspection.wrapper_span is None else list(inspection.wrapper_span),
+        "units": [
+            {
+                "index": u.index,
+                "byte_start": u.byte_start,
+                "byte_end": u.byte_end,
+                "char_start": u.char_start,
+                "char_end": u.char_end,
+                "chars": max(u.char_end - u.char_start, 0),
+                "kind": u.kind,
+            }
+            for u in inspection.units
+        ],
     }
-
-
-def split_report(paragraphs: List[ParagraphInfo]) -> List["dict[str, Any]"]:
-    return [
-        {
-            "index": p.index,
-            "byte_start": p.byte_start,
-            "byte_end": p.byte_end,
-            "char_start": p.char_start,
-            "char_end": p.char_end,
-            "chars": max(p.char_end - p.char_start, 0),
-            "kind": p.kind,
-        }
-        for p in paragraphs
-    ]
 
 
 def preview(text: str, limit: int) -> str:
@@ -240,18 +320,115 @@ def preview(text: str, limit: int) -> str:
     return "".join(out)
 
 
-def paragraphs_table(text: bytes, paragraphs: List[ParagraphInfo]) -> str:
-    out = [f"{'index':>5}  {'bytes':<17}  {'chars':>6}  {'kind':<6}  text\n"]
-    for p in paragraphs:
-        piece = text[p.byte_start : p.byte_end].decode("utf-8", errors="replace")
-        span = f"{p.byte_start}..{p.byte_end}"
-        out.append(
-            f"{p.index:>5}  {span:<17}  {max(p.char_end - p.char_start, 0):>6}  {p.kind:<6}  {preview(piece, 60)}\n"
-        )
+def split_table(data: bytes, inspection: Inspection) -> str:
+    """The ``split`` table: a ``shape:`` line, then one line per unit."""
+    if inspection.shape is None:
+        return "shape: none (not pruned: structured)\n"
+    if inspection.wrapper_span is not None:
+        start, end = inspection.wrapper_span
+        out = [f"shape: {inspection.shape} (string literal at bytes {start}..{end})\n"]
+    else:
+        out = [f"shape: {inspection.shape}\n"]
+    out.append(f"{'index':>5}  {'bytes':<17}  {'chars':>6}  {'kind':<6}  text\n")
+    source = data
+    if inspection.wrapper_span is not None:
+        start, end = inspection.wrapper_span
+        try:
+            decoded = json.loads(data[start:end].decode("utf-8"))
+            if isinstance(decoded, str):
+                source = decoded.encode("utf-8")
+        except (UnicodeDecodeError, ValueError):
+            pass
+    for u in inspection.units:
+        try:
+            piece: Optional[str] = source[u.byte_start : u.byte_end].decode("utf-8") if u.byte_end <= len(source) else None
+        except UnicodeDecodeError:
+            piece = None
+        span = f"{u.byte_start}..{u.byte_end}"
+        shown = "-" if piece is None else preview(piece, 60)
+        out.append(f"{u.index:>5}  {span:<17}  {max(u.char_end - u.char_start, 0):>6}  {u.kind:<6}  {shown}\n")
     return "".join(out)
 
 
+def _sorted(value: Any) -> Any:
+    """serde_json's ``json!`` objects print their keys sorted."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def decision_json(d: Decision) -> Dict[str, Any]:
+    """A decision as ``toolprune route --json`` prints it (before sorting)."""
+    return {
+        "verdict": d.verdict,
+        "to": d.to,
+        "note": d.note,
+        "reason": d.reason,
+        "rule": d.rule,
+        "answers": [
+            {"question": a.question, "type": a.kind, "value": a.value, "p": a.p, "margin": a.margin, "mean": a.mean}
+            for a in d.answers
+        ],
+        "jev_tokens": d.jev_tokens,
+        "log": d.log_line,
+    }
+
+
+def route_json(decision: Decision) -> str:
+    """``toolprune route --json``, byte for byte."""
+    return to_json(_sorted(decision_json(decision))) + "\n"
+
+
 # --- commands ---------------------------------------------------------------------
+
+
+class _Usage(Exception):
+    """A usage error found after the text was read: pass it through, exit 2."""
+
+
+def _prune_setup(pruner: Pruner, named: Optional[str], threshold: Optional[str], lang: Optional[str]) -> Dict[str, Any]:
+    """Flags > environment > config file > defaults (resolved by the guest),
+    and the scorer. Raises :class:`_Usage` (a refused threshold, a bad
+    ``--lang``, ``--scorer jev`` without a complete configuration)."""
+    checked: Optional[float] = None
+    if threshold is not None:
+        try:
+            checked = pruner.settings.threshold(threshold)
+        except ValueError as err:
+            raise _Usage(f"--threshold {threshold}: {err}") from err
+    if lang is not None and lang not in pruner.langs:
+        raise _Usage(f"--lang {lang}: expected one of {', '.join(pruner.langs)}")
+    try:
+        config = pruner.config()
+    except ConfigError as err:
+        # The guest's rule: a broken configuration turns pruning off.
+        print(f"toolprune: configuration: {err}; pruning is off", file=sys.stderr)
+        defaults = pruner.settings.defaults()
+        return {
+            "scorer": OFFLINE,
+            "enabled": False,
+            "threshold": defaults.threshold if checked is None else checked,
+            "lang": lang or defaults.lang,
+        }
+    if named is None:
+        ready = not isinstance(config.jev, str) and bool(os.environ.get(config.token_variable, "").strip())
+        named = "jev" if ready else OFFLINE
+    scorer: Any = named
+    if named == "jev":
+        from .jev import JevScorer
+
+        try:
+            scorer = JevScorer.from_env(pruner=pruner)
+        except ValueError as err:
+            raise _Usage(f"--scorer jev: {err}") from err
+    return {
+        "scorer": scorer,
+        "enabled": config.enabled,
+        "threshold": config.threshold if checked is None else checked,
+        "lang": lang or config.lang,
+    }
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -263,19 +440,30 @@ def _prune(args: argparse.Namespace) -> int:
         print("toolprune: warning: input is not UTF-8; passed through unchanged", file=sys.stderr)
         return 0
     pruner = _load()
-    turn = pruner.begin_turn(
-        args.request,
-        enabled=True,
-        threshold=args.threshold,
-        lang=args.lang,
+    try:
+        setup = _prune_setup(pruner, args.scorer, args.threshold, args.lang)
+    except _Usage as usage:
+        # A usage error, but no text is lost: the input goes through unchanged.
+        _write_stdout(data)
+        print(f"toolprune: {usage}; the text was passed through unchanged", file=sys.stderr)
+        return 2
+    scorer = setup["scorer"]
+    name = scorer if scorer in (OFFLINE, STUB) else scorer.name
+    conversation = pruner.conversation(
+        enabled=setup["enabled"],
+        threshold=str(setup["threshold"]),
+        lang=setup["lang"],
         agent=args.agent,
-        scorer=args.scorer,
+        scorer=scorer,
     )
-    pruned = turn.on_tool_result(tool=args.tool, text=text, prunable=True)
+    turn = conversation.turn(args.request, _cancel_on_ctrl_c())
+    result = turn.on_tool_result(tool=args.tool, text=text, prunable=True, report=args.json)
     if args.json:
-        _write_stdout((to_json(prune_report(pruned, turn.scorer.name)) + "\n").encode("utf-8"))
+        _write_stdout((to_json(prune_report(result, name)) + "\n").encode("utf-8"))
+    elif result.body is text:
+        _write_stdout(data)
     else:
-        _write_stdout(pruned.body.encode("utf-8"))
+        _write_stdout(result.body.encode("utf-8"))
     return 0
 
 
@@ -286,13 +474,10 @@ def _split(args: argparse.Namespace) -> int:
     except UnicodeDecodeError as err:
         raise _Failure("input is not UTF-8; nothing to split") from err
     try:
-        paragraphs = _load().paragraphs(text)
-    except GuestError as err:
+        inspection = _load().inspect(text)
+    except (GuestError, ValueError) as err:
         raise _Failure(f"the component failed: {err}") from err
-    if args.json:
-        out = to_json(split_report(paragraphs)) + "\n"
-    else:
-        out = paragraphs_table(data, paragraphs)
+    out = to_json(split_report(inspection)) + "\n" if args.json else split_table(data, inspection)
     _write_stdout(out.encode("utf-8"))
     return 0
 
@@ -308,39 +493,28 @@ def _read_text(path: str, what: str) -> str:
         raise _Failure(f"cannot read the {what} {path}: stream did not contain valid UTF-8") from err
 
 
-def _sorted(value: Any) -> Any:
-    """serde_json's ``json!`` objects print their keys sorted."""
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
-
-
-def route_json(decision: Decision) -> str:
-    """``toolprune route --json``, byte for byte."""
-    return to_json(_sorted(decision.to_json())) + "\n"
-
-
 def _route(args: argparse.Namespace) -> int:
     rules = _read_text(args.rules, "rules file")
-    answers = None
-    scorer: Any = "stub"  # never asked with fixed answers
-    if args.answers is not None:
-        answers = _read_text(args.answers, "answers file")
-    else:
-        try:
-            scorer = JevScorer.from_env()
-        except ValueError as err:
-            print(f"toolprune: route without --answers calls Jev, and {err}; or pass --answers FILE (fixed answers)", file=sys.stderr)
-            return 2
+    answers = None if args.answers is None else _read_text(args.answers, "answers file")
     pruner = _load()
+    scorer: Any = None
+    if answers is None:
+        from .jev import JevScorer
+
+        try:
+            scorer = JevScorer.from_env(pruner=pruner)
+        except ValueError as err:
+            print(
+                f"toolprune: route without --answers calls Jev, and {err}; or pass --answers FILE (fixed answers)",
+                file=sys.stderr,
+            )
+            return 2
     try:
         decision = pruner.route(rules, args.message, answers, scorer, rules_file=args.rules)
     except RulesError as err:
         sys.stderr.write(render_load_errors(args.rules, err.errors))
         return 2
-    except GuestError as err:
+    except (GuestError, ValueError) as err:
         raise _Failure(f"the component failed: {err}") from err
     out = route_json(decision) if args.json else summary(decision)
     _write_stdout(out.encode("utf-8"))
@@ -348,7 +522,7 @@ def _route(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_join_values(sys.argv[1:] if argv is None else argv))
     try:
         if args.command == "prune":
             return _prune(args)
@@ -360,4 +534,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
 
 
-__all__ = ["main", "format_f64", "to_json", "prune_report", "split_report", "route_json"]
+__all__ = [
+    "decision_json",
+    "format_f64",
+    "main",
+    "prune_report",
+    "route_json",
+    "split_report",
+    "split_table",
+    "to_json",
+]

@@ -1,23 +1,25 @@
 """The Jev transport (SPEC §5, §11, §14): POST each batch's ``jev_body``
-unchanged, with the Bearer token added as a header, and hand the raw 2xx
-bodies back to the guest as ``JevResponse``. This module never parses or
-builds Jev JSON; the guest decodes the bare body and the Cloudflare envelope.
+unchanged to the endpoint the guest resolved, with the Bearer token added
+as a header, and hand the raw 2xx bodies back to the guest as
+:class:`~toolprune.types.JevResponse`. This module never parses or builds
+Jev JSON, knows no route, URL, model or environment variable name, and
+decides no retry: the guest's ``settings`` do (``resolve``,
+``retry-delay``).
 
-Mechanism only, numbers from the guest's ``TransportPolicy``: up to
-``max_in_flight`` requests in flight, ``deadline_ms`` for the whole result
-(past it: ``timeout``, finished batches discarded), one retry on a status in
-``retry_on`` (429, 5xx; never 402 or other 4xx), cancellation (``cancelled``,
-stop waiting at once). Errors carry the status, never the body.
+Mechanism only: up to ``policy.max_in_flight`` requests at once; after a
+non-2xx or a network error, ``settings.retry_delay`` says whether and when
+to try again (it reads ``Retry-After`` and ``retry-after-ms`` as received);
+stop at once when the scorer's cancel token is set (the host sets it on
+cancellation and at the deadline, which the host enforces). Errors carry
+the status, never the body; redirects are not followed (the token would go
+elsewhere); a loopback endpoint bypasses proxies.
 
 Built on the standard library only (``urllib.request`` in daemon worker
-threads, results as ``concurrent.futures.Future``): no HTTP dependency to
-install or keep in step, and one implementation serves both the blocking
-``score`` (which the guest calls through the import) and the asyncio
-``score_async`` (which awaits the same futures with ``asyncio.wrap_future``,
-so the event loop never blocks). A request that is abandoned (deadline,
-cancellation) cannot be aborted inside ``urllib``; its thread ends by itself
-at the socket timeout, which is the time left to the deadline, and being a
-daemon thread it never holds the process open.
+threads, results as ``concurrent.futures.Future``): one implementation
+serves the blocking ``score`` and the asyncio ``score_async``. A request
+that is abandoned cannot be aborted inside ``urllib``; its thread ends by
+itself at the socket timeout (the time left to the deadline) and, being a
+daemon thread, never holds the process open.
 """
 
 from __future__ import annotations
@@ -25,81 +27,21 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import http.client
-import ipaddress
-import os
 import queue
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
-from typing import Callable, Dict, List, Literal, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 from .scorers import CancelToken
-from .types import BatchAnswer, Failed, JevResponse, ScoringRequest, ScoringResponse, TransportPolicy
+from .types import BatchAnswer, Failed, JevEndpoint, JevResponse, ScoringRequest, ScoringResponse
 
-Route = Literal["cloudflare", "typesafe", "vercel"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .pruner import Pruner
+    from .settings import Settings
 
-DEFAULT_MODEL = "jev-1.13.0"
-"""The model pinned on the native and Vercel routes unless configured."""
-BASE_URLS: Dict[str, str] = {
-    "cloudflare": "https://api.cloudflare.com",
-    "typesafe": "https://api.typesafe.ai",
-    "vercel": "https://ai-gateway.vercel.sh/typesafe",
-}
-"""Default base URLs; ``base_url=`` replaces them (a gateway, a test server)."""
-ENV_VARS = (
-    "TOOLPRUNE_JEV_ROUTE",
-    "TOOLPRUNE_JEV_ACCOUNT_ID",
-    "TOOLPRUNE_JEV_TOKEN",
-    "TOOLPRUNE_JEV_BASE_URL",
-    "TOOLPRUNE_JEV_MODEL",
-)
-"""The environment variables read by :meth:`JevScorer.from_env` (as the Rust host)."""
-USER_AGENT = "toolprune-python/0.1.0"
-
-
-def _is_loopback(host: str) -> bool:
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def route_url(route: str, base_url: Optional[str] = None, account_id: Optional[str] = None) -> str:
-    """The endpoint of ``route`` under ``base_url`` (default: the route's):
-    Cloudflare ``{base}/client/v4/accounts/{account_id}/ai/run/typesafe/jev``,
-    TypeSafe and Vercel ``{base}/v1/systemone``.
-
-    Raises :class:`ValueError`: unknown route, a base URL that is not
-    ``https://`` (``http://`` only to a loopback host) or has a query, a
-    missing or malformed account id on Cloudflare.
-    """
-    if route not in BASE_URLS:
-        raise ValueError(f"unknown route {route!r}; expected cloudflare, typesafe or vercel")
-    base = (base_url or BASE_URLS[route]).strip().rstrip("/")
-    parts = urllib.parse.urlsplit(base)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"bad base URL: {base!r} is not an http(s) URL with a host")
-    if scheme == "http" and not _is_loopback(parts.hostname):
-        raise ValueError(
-            f"bad base URL: {base!r}: plain http is allowed to a loopback host only "
-            "(the token would travel in clear)"
-        )
-    if parts.query or parts.fragment or "?" in base or "#" in base:
-        raise ValueError(f"bad base URL: {base!r} has a query or fragment")
-    if route == "cloudflare":
-        account = (account_id or "").strip()
-        if not account:
-            raise ValueError("no account id: the cloudflare route needs TOOLPRUNE_JEV_ACCOUNT_ID")
-        if not all(c.isascii() and (c.isalnum() or c in "-_") for c in account):
-            raise ValueError("the account id may hold only letters, digits, '-' and '_'")
-        return f"{base}/client/v4/accounts/{account}/ai/run/typesafe/jev"
-    return f"{base}/v1/systemone"
+USER_AGENT = "toolprune-python/0.2"
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -117,13 +59,15 @@ class _Run:
     """The batches of one scoring request, run by up to ``max_in_flight``
     daemon threads; ends when every batch answered or when stopped."""
 
-    def __init__(self, scorer: "JevScorer", request: ScoringRequest, deadline_s: float, start: float) -> None:
+    def __init__(self, scorer: "JevScorer", request: ScoringRequest, stop: CancelToken) -> None:
         self.scorer = scorer
         self.request = request
-        self.start = start
-        self.deadline = self.start + deadline_s
+        self.start = time.monotonic()
+        self.deadline = self.start + request.policy.deadline_ms / 1000.0
+        self.stop = stop
         self.stopped = threading.Event()
-        self.done = concurrent.futures.Future()  # type: concurrent.futures.Future[None]
+        stop.on_cancel(self.stopped.set)
+        self.done: "concurrent.futures.Future[None]" = concurrent.futures.Future()
         self._lock = threading.Lock()
         self._answers: List[Optional[BatchAnswer]] = [None] * len(request.batches)
         self._left = len(request.batches)
@@ -140,9 +84,6 @@ class _Run:
     def time_left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def stop(self) -> None:
-        self.stopped.set()
-
     def answers(self) -> List[BatchAnswer]:
         with self._lock:
             return [a if a is not None else Failed.network() for a in self._answers]
@@ -154,7 +95,7 @@ class _Run:
             except queue.Empty:
                 return
             try:
-                answer = self.scorer._score_batch(self.request.batches[i].jev_body, self.request.policy, self)
+                answer = self.scorer._score_batch(self.request.batches[i].jev_body, self)
             except Exception:  # noqa: BLE001 - a transport bug is a network failure
                 answer = Failed.network()
             with self._lock:
@@ -169,100 +110,77 @@ class _Run:
 
 
 class JevScorer:
-    """Scores through Jev over HTTPS: Cloudflare Workers AI (the default
-    route), TypeSafe's native API, or the Vercel AI Gateway. Name ``jev``.
+    """Scores through Jev at the endpoint the guest resolved from the
+    configuration (Cloudflare Workers AI, TypeSafe's API or the Vercel AI
+    Gateway). Name ``jev``. Make it with :meth:`from_env`.
 
-    - Up to ``policy.max_in_flight`` requests at once (that many daemon
-      threads per call, fewer when there are fewer batches).
-    - One deadline for the whole call, ``policy.deadline_ms``: past it the
-      answer is ``timeout`` and finished batches are discarded.
-    - ``cancel`` (the turn's :class:`CancelToken`): cancelling stops waiting at
-      once (``cancelled``) and wins over the deadline; a token cancelled
-      before the call sends nothing.
-    - A status in ``policy.retry_on`` is retried up to ``policy.max_retries``
-      times, after ``Retry-After`` seconds when given and when the wait ends
-      before the deadline (else no retry); without it after 250 ms. Any other
-      non-2xx (402, 401, 422, …) is final.
-    - A final non-2xx → ``Failed.http(status)``; no status (refused, DNS,
-      TLS, reset, a request's timeout) → ``Failed.network()``. The body of a
-      non-2xx answer is never read; a 2xx body goes to the guest unread.
-
-    ``token`` (required): sent only as ``Authorization: Bearer …`` to this
-    scorer's own endpoint (redirects are not followed, the token is never
-    shown by ``repr``, never passed to the guest). ``base_url``: replaces the
-    route's (``http://`` only to a loopback host, which also bypasses
-    proxies). ``model``: named in the body on the TypeSafe and Vercel routes.
-    ``deadline_cap_ms``: **test-only knob**, lowers the policy's deadline
-    (never raises it) so a stalled-server test need not wait 20 s.
+    ``endpoint``: the guest's ``config.jev``. ``token``: sent only as
+    ``Authorization: Bearer …`` to that endpoint (never shown by ``repr``,
+    never passed to the guest). ``settings``: the guest's settings (the
+    retry rule).
     """
 
     name = "jev"
 
-    def __init__(
-        self,
-        route: Route = "cloudflare",
-        *,
-        token: str,
-        account_id: Optional[str] = None,
-        base_url: Optional[str] = None,
-        model: Optional[str] = None,
-        deadline_cap_ms: Optional[int] = None,
-    ) -> None:
+    def __init__(self, endpoint: JevEndpoint, token: str, *, settings: "Settings") -> None:
         secret = (token or "").strip()
         if not secret:
-            raise ValueError("no token: set TOOLPRUNE_JEV_TOKEN (a Cloudflare API token, or a TypeSafe / Vercel key)")
+            raise ValueError("no token for Jev")
         if not all(0x21 <= ord(c) <= 0x7E for c in secret):
             raise ValueError("the token has spaces or characters an HTTP header cannot carry")
-        if model is not None and not model.strip():
-            raise ValueError("the model name is empty")
-        self.url = route_url(route, base_url, account_id)
-        self.route: Route = route
-        self.model = (model or DEFAULT_MODEL).strip()
+        self.endpoint = endpoint
         self._authorization = f"Bearer {secret}"
-        self.deadline_cap_ms = deadline_cap_ms
-        host = urllib.parse.urlsplit(self.url).hostname or ""
+        self._settings = settings
         handlers: List[urllib.request.BaseHandler] = [_NoRedirect()]
-        if _is_loopback(host):
+        if endpoint.loopback:
             handlers.append(urllib.request.ProxyHandler({}))
         self._opener = urllib.request.build_opener(*handlers)
 
     @classmethod
-    def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "JevScorer":
-        """A scorer from ``TOOLPRUNE_JEV_ROUTE`` (default cloudflare),
-        ``TOOLPRUNE_JEV_TOKEN``, ``TOOLPRUNE_JEV_ACCOUNT_ID``,
-        ``TOOLPRUNE_JEV_BASE_URL`` and ``TOOLPRUNE_JEV_MODEL``.
-        Raises :class:`ValueError` saying what to set."""
-        env = os.environ if environ is None else environ
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None, *, pruner: Optional["Pruner"] = None) -> "JevScorer":
+        """A scorer from the user's configuration: the guest resolves the
+        variables it names (``settings.variables``) and the config file
+        (``settings.config-path``) into an endpoint; the token is read from
+        the variable the guest names (``config.token-variable``), here only.
+        ``environ`` defaults to ``os.environ``; ``pruner`` to :meth:`Pruner.load`.
 
-        def var(name: str) -> Optional[str]:
-            value = env.get(name)
-            return value.strip() if value and value.strip() else None
+        Raises :class:`ValueError` saying what is missing or wrong (the
+        guest's message for the configuration)."""
+        if pruner is None:
+            from .pruner import Pruner
 
-        route = (var("TOOLPRUNE_JEV_ROUTE") or "cloudflare").lower()
-        if route not in BASE_URLS:
-            raise ValueError(f"TOOLPRUNE_JEV_ROUTE is {route!r}; expected cloudflare, typesafe or vercel")
-        return cls(
-            route,  # type: ignore[arg-type]
-            token=var("TOOLPRUNE_JEV_TOKEN") or "",
-            account_id=var("TOOLPRUNE_JEV_ACCOUNT_ID"),
-            base_url=var("TOOLPRUNE_JEV_BASE_URL"),
-            model=var("TOOLPRUNE_JEV_MODEL"),
-        )
+            pruner = Pruner.load()
+        import os
+
+        source = os.environ if environ is None else environ
+        config = pruner.settings.config(source)
+        if isinstance(config.jev, str):
+            raise ValueError(config.jev)
+        token = source.get(config.token_variable)
+        if not token or not token.strip():
+            raise ValueError(f"no token: set {config.token_variable}")
+        return cls(config.jev, token, settings=pruner.settings)
 
     def __repr__(self) -> str:  # never the token
         return f"JevScorer(route={self.route!r}, url={self.url!r}, token=<redacted>)"
 
     @property
+    def url(self) -> str:
+        return self.endpoint.url
+
+    @property
+    def route(self) -> str:
+        return self.endpoint.route
+
+    @property
     def jev_model(self) -> Optional[str]:
-        """What the guest is told to put in the body's ``model``: the pinned
-        model on the TypeSafe and Vercel routes, none on Cloudflare (it takes
-        the model from the URL)."""
-        return None if self.route == "cloudflare" else self.model
+        """The model the guest names in request bodies (native routes), or None (Cloudflare: from the URL)."""
+        return self.endpoint.model
 
     # --- one batch ------------------------------------------------------------
 
-    def _post(self, body: bytes, timeout: float) -> Tuple[Optional[int], Optional[str], Optional[str]]:
-        """(status, 2xx body, Retry-After); status None = no HTTP answer."""
+    def _post(self, body: bytes, timeout: float) -> Tuple[Optional[int], Optional[str], Optional[str], Optional[str]]:
+        """(status, 2xx body, Retry-After, retry-after-ms); status None = no HTTP answer."""
         headers = {
             "Authorization": self._authorization,
             "Content-Type": "application/json",
@@ -274,100 +192,82 @@ class JevScorer:
             with self._opener.open(request, timeout=max(timeout, 0.001)) as response:
                 data = response.read()
                 # The guest judges the text; bytes that are not UTF-8 cannot be Jev JSON anyway.
-                return response.status, data.decode("utf-8", errors="replace"), None
+                return response.status, data.decode("utf-8", errors="replace"), None, None
         except urllib.error.HTTPError as err:
-            # A non-2xx answer: keep the status and Retry-After, never read the body.
-            retry_after = err.headers.get("Retry-After") if err.headers is not None else None
+            # A non-2xx answer: keep the status and the retry headers, never read the body.
+            h = err.headers
+            retry_after = h.get("Retry-After") if h is not None else None
+            retry_after_ms = h.get("retry-after-ms") if h is not None else None
             err.close()
-            return err.code, None, retry_after
+            return err.code, None, retry_after, retry_after_ms
         except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
-            return None, None, None
+            return None, None, None, None
 
-    @staticmethod
-    def _retry_wait(retry_after: Optional[str], policy: TransportPolicy) -> float:
-        if retry_after is not None and retry_after.strip().isdigit():
-            return float(int(retry_after.strip()))
-        return policy.retry_backoff_ms / 1000
-
-    def _score_batch(self, jev_body: str, policy: TransportPolicy, run: _Run) -> BatchAnswer:
+    def _score_batch(self, jev_body: str, run: _Run) -> BatchAnswer:
         body = jev_body.encode("utf-8")
-        retries = 0
-        last: Optional[int] = None
+        attempt = 0
         while True:
+            attempt += 1
             left = run.time_left()
             if left <= 0 or run.stopped.is_set():
-                return Failed.network() if last is None else Failed.http(last)
-            status, text, retry_after = self._post(body, left)
-            if status is None:
                 return Failed.network()
-            if 200 <= status < 300:
+            status, text, retry_after, retry_after_ms = self._post(body, left)
+            if status is not None and 200 <= status < 300:
                 return JevResponse(text or "")
-            last = status
-            if retries >= policy.max_retries or not policy.retryable(status):
-                return Failed.http(status)
-            wait = self._retry_wait(retry_after, policy)
-            if wait >= run.time_left() or run.stopped.wait(wait):
-                return Failed.http(status)
-            retries += 1
+            failed = Failed.network() if status is None else Failed.http(status)
+            if run.stopped.is_set():
+                return failed
+            wait = self._settings.retry_delay(
+                attempt=attempt,
+                status=status,
+                retry_after=retry_after,
+                retry_after_ms=retry_after_ms,
+                now_unix_ms=int(time.time() * 1000),
+                remaining_ms=max(int(run.time_left() * 1000), 0),
+            )
+            if wait is None or run.stopped.wait(wait / 1000.0):
+                return failed
 
     # --- one request ------------------------------------------------------------
 
-    def _deadline_s(self, request: ScoringRequest) -> float:
-        ms = request.policy.deadline_ms
-        if self.deadline_cap_ms is not None:
-            ms = min(ms, self.deadline_cap_ms)
-        return ms / 1000.0
-
     def score(self, request: ScoringRequest, cancel: Optional[CancelToken] = None) -> ScoringResponse:
-        """Blocking (the ``scorer`` import): runs every batch and waits for all
-        of them, the deadline, or ``cancel``, whichever comes first."""
-        start = time.monotonic()
-        if cancel is not None and cancel.cancelled:
-            return ScoringResponse.stopped("cancelled", 0)
-        run = _Run(self, request, self._deadline_s(request), start)
+        """Blocking: runs every batch and waits for all of them or ``cancel``."""
+        stop = cancel or CancelToken()
+        run = _Run(self, request, stop)
         wake = threading.Event()
         run.done.add_done_callback(lambda _f: wake.set())
-        remove: Callable[[], None] = cancel.on_cancel(wake.set) if cancel is not None else (lambda: None)
+        remove = stop.on_cancel(wake.set)
         try:
             wake.wait(max(run.time_left(), 0.0))
         finally:
             remove()
-        return self._conclude(run, cancel)
+        return self._conclude(run)
 
     async def score_async(self, request: ScoringRequest, cancel: Optional[CancelToken] = None) -> ScoringResponse:
-        """Non-blocking: the same run, awaited on the event loop. Cancelling
-        the awaiting task stops the run and re-raises."""
-        start = time.monotonic()
-        if cancel is not None and cancel.cancelled:
-            return ScoringResponse.stopped("cancelled", 0)
+        """Non-blocking: the same run, awaited on the event loop."""
+        stop = cancel or CancelToken()
         loop = asyncio.get_running_loop()
-        run = _Run(self, request, self._deadline_s(request), start)
-        waiters: "set[asyncio.Future[None]]" = {asyncio.wrap_future(run.done, loop=loop)}
-        if cancel is not None:
-            waiters.add(cancel.future(loop))
+        run = _Run(self, request, stop)
+        waiters: "set[asyncio.Future[Any]]" = {asyncio.wrap_future(run.done, loop=loop), stop.future(loop)}
         try:
             await asyncio.wait(waiters, timeout=max(run.time_left(), 0.0), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            run.stop()
+            stop.cancel()
             raise
         finally:
             for waiter in waiters:
                 if not waiter.done():
                     waiter.cancel()
-        return self._conclude(run, cancel)
+        return self._conclude(run)
 
-    def _conclude(self, run: _Run, cancel: Optional[CancelToken]) -> ScoringResponse:
+    def _conclude(self, run: _Run) -> ScoringResponse:
         elapsed = _elapsed_ms(run.start)
         finished = run.done.done() and not run.done.cancelled()
-        run.stop()
-        if cancel is not None and cancel.cancelled and not finished:
-            return ScoringResponse.stopped("cancelled", elapsed)
+        run.stopped.set()
         if finished:
             return ScoringResponse.answered(run.answers(), elapsed)
-        # Cancellation wins over the deadline (SPEC §11).
-        if cancel is not None and cancel.cancelled:
-            return ScoringResponse.stopped("cancelled", elapsed)
-        return ScoringResponse.stopped("timeout", elapsed)
+        # Not finished: the host stopped it (cancel or deadline) and has its own answer.
+        return ScoringResponse.stopped("cancelled" if run.stop.cancelled else "timeout", elapsed)
 
 
-__all__ = ["BASE_URLS", "DEFAULT_MODEL", "ENV_VARS", "JevScorer", "Route", "route_url"]
+__all__ = ["JevScorer"]

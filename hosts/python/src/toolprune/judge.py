@@ -2,20 +2,28 @@
 
 Every rule is the guest's (the TOML, its validation, the grammar, the Jev
 body, the reading of Jev's answer, the log line). This module passes texts,
-makes the one Jev call with the host's scorer (the same transport as
-pruning), and converts the guest's values. Each judgement runs on a fresh
-instance of the component: it keeps nothing between calls.
+makes the one Jev call with the host's scorer under the host's deadline
+(the same mechanism as pruning: :func:`toolprune.scorers.run_sync` /
+:func:`~toolprune.scorers.run_async`), and converts the guest's values.
+With fixed answers the guest's ``route`` decides without any call. Each
+live judgement runs on a fresh instance of the component.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
-from . import _engine
-from ._engine import CallError, Compiled, Instance
-from .types import Failed, GuestError, GuestFailure, Limits, ScoringRequest, ScoringResponse
+from . import _convert
+from ._convert import get
+from ._engine import CallLimits, Instance, Trapped
+from .scorers import OFFLINE, STUB, CancelToken, Scored, run_async, run_sync
+from .settings import surrogates, utf8_len
+from .types import GuestError, HostFailure, snake
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pruner import Pruner
+
 
 @dataclass(frozen=True)
 class LoadError:
@@ -66,29 +74,173 @@ class Decision:
     note: Optional[str]
     """returned: the rule's note, if any."""
     reason: Optional[str]
-    """failed: ``http-4xx``, ``http-5xx``, ``rate-limited``, ``out-of-credit``,
-    ``network``, ``timeout``, ``cancelled``, ``undecodable`` or ``no-answer``."""
+    """failed: the failure class (``http_5xx``, ``timeout``, ``cancelled``,
+    ``undecodable``, ``no_answer``, …)."""
     rule: Optional[int]
     """1-based number of the matching ``[[rules]]`` entry; None for ``[otherwise]`` and ``failed``."""
     answers: List[JudgeAnswer]
     jev_tokens: int
     log_line: str
 
-    def to_json(self) -> dict:
-        """The decision as ``toolprune route --json`` prints it."""
-        return {
-            "verdict": self.verdict,
-            "to": self.to,
-            "note": self.note,
-            "reason": self.reason,
-            "rule": self.rule,
-            "answers": [
-                {"question": a.question, "type": a.kind, "value": a.value, "p": a.p, "margin": a.margin, "mean": a.mean}
-                for a in self.answers
-            ],
-            "jev_tokens": self.jev_tokens,
-            "log": self.log_line,
-        }
+
+def lift_decision(rec: Any) -> Decision:
+    verdict = get(rec, "verdict")
+    tag, payload = verdict.tag, verdict.payload
+    return Decision(
+        verdict=tag,
+        to=list(payload) if tag == "routed" else None,
+        note=payload if tag == "returned" else None,
+        reason=snake(payload) if tag == "failed" else None,
+        rule=get(rec, "rule"),
+        answers=[
+            JudgeAnswer(
+                question=get(a, "question"),
+                kind=snake(get(a, "kind")),
+                value=get(a, "value"),
+                p=get(a, "p"),
+                margin=get(a, "margin"),
+                mean=get(a, "mean"),
+            )
+            for a in get(rec, "answers")
+        ],
+        jev_tokens=get(rec, "jev-tokens"),
+        log_line=get(rec, "log-line"),
+    )
+
+
+def _load_errors(value: Any) -> Optional[List[LoadError]]:
+    """``result<_, list<load-error>>`` arrives untagged: a list is the error."""
+    if isinstance(value, list):
+        return [LoadError(line=get(e, "line"), column=get(e, "column"), message=get(e, "message")) for e in value]
+    return None
+
+
+class Judge:
+    """One judgement (the mechanism behind :meth:`Pruner.route` and
+    :meth:`Pruner.route_async`). Raises :class:`TypeError` /
+    :class:`ValueError` on bad arguments: the offline scorer and the stub
+    cannot judge, and a text with surrogate code points cannot cross a WIT
+    ``string``."""
+
+    def __init__(
+        self,
+        pruner: "Pruner",
+        rules: str,
+        message: str,
+        answers: Optional[str],
+        scorer: Any,
+        jev_model: Optional[str],
+        log: Optional[Callable[[str], None]],
+        rules_file: str,
+    ) -> None:
+        for what, value in (("rules", rules), ("message", message), ("answers", answers), ("jev_model", jev_model)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+        self.pruner = pruner
+        self.rules, self.message, self.answers = rules, message, answers
+        self.log = log or pruner.log
+        self.rules_file = rules_file
+        self.scorer: Any = None
+        if answers is None:
+            chosen = pruner.scorer if scorer is None else pruner._resolve_scorer(scorer)
+            if chosen in (OFFLINE, STUB):
+                raise TypeError("route needs `answers` or a Jev scorer (JevScorer); the offline scorer and the stub cannot judge")
+            self.scorer = chosen
+            if jev_model is None:
+                jev_model = getattr(chosen, "jev_model", None)
+        self.jev_model = jev_model
+        size = 0
+        for what, value in (("rules", rules), ("message", message), ("answers", answers), ("jev_model", jev_model)):
+            if value is None:
+                continue
+            n = utf8_len(value)
+            if n is None:
+                raise ValueError(f"toolprune: {what} holds {surrogates(value)} surrogate code point(s); a WIT string cannot carry them")
+            size += n
+        self.size = size
+
+    def _limits(self) -> CallLimits:
+        return self.pruner._limits(self.size, self.pruner.limits)
+
+    def _failed(self, err: Trapped) -> GuestError:
+        failure = HostFailure("guest_trap", err.limit, err.message)
+        try:
+            line = self.pruner.settings.failure_line("judge", "", "", failure.reason, failure.limit)
+        except GuestError:
+            line = "judge: rule=- failed reason=instantiate"
+        self.log(line)
+        return GuestError(failure)
+
+    def _decide(self, value: Any) -> Decision:
+        errors = _load_errors(value)
+        if errors is not None:
+            raise RulesError(self.rules_file, errors)
+        decision = lift_decision(value)
+        self.log(decision.log_line)
+        return decision
+
+    def route(self) -> Decision:
+        """The judgement, blocking. Raises :class:`RulesError` (every problem
+        of the rules file) or :class:`GuestError` (the guest trapped; the
+        ``judge:`` failure line is written)."""
+        if self.answers is not None:
+            return self._fixed()
+        started = self._load()
+        if isinstance(started, Decision):
+            return started
+        instance, handle, request = started
+        scored = run_sync(self.scorer, _convert.lift_request(request), CancelToken(), request_deadline(request))
+        return self._finish(instance, handle, scored)
+
+    async def route_async(self) -> Decision:
+        """The judgement without blocking the event loop: the guest's steps in
+        a worker thread, the scorer awaited on the loop."""
+        import asyncio
+
+        if self.answers is not None:
+            return await asyncio.to_thread(self._fixed)
+        started = await asyncio.to_thread(self._load)
+        if isinstance(started, Decision):
+            return started
+        instance, handle, request = started
+        scored = await run_async(self.scorer, _convert.lift_request(request), CancelToken(), request_deadline(request))
+        return await asyncio.to_thread(self._finish, instance, handle, scored)
+
+    def _fixed(self) -> Decision:
+        limits = self._limits()
+        try:
+            instance = Instance(self.pruner._compiled, limits.memory_bytes)
+            value = instance.call(limits, "route", self.rules, self.message, self.jev_model, self.answers)
+        except Trapped as err:
+            raise self._failed(err) from None
+        return self._decide(value)
+
+    def _load(self) -> Any:
+        limits = self._limits()
+        try:
+            instance = Instance(self.pruner._compiled, limits.memory_bytes)
+            job = instance.call(limits, "[static]judge-job.load", self.rules, self.message, self.jev_model)
+            errors = _load_errors(job)
+            if errors is not None:
+                raise RulesError(self.rules_file, errors)
+            request = instance.call(limits, "[method]judge-job.scoring-request", job)
+        except Trapped as err:
+            raise self._failed(err) from None
+        return instance, job, request
+
+    def _finish(self, instance: Instance, handle: Any, scored: Scored) -> Decision:
+        limits = self._limits()
+        response = _convert.lower_response(scored.answers, scored.elapsed_ms)
+        try:
+            value = instance.call(limits, "[method]judge-job.finish", handle, response)
+            instance.drop(limits, handle)
+        except Trapped as err:
+            raise self._failed(err) from None
+        return self._decide(value)
+
+
+def request_deadline(request: Any) -> int:
+    return int(get(get(request, "policy"), "deadline-ms"))
 
 
 def summary(d: Decision) -> str:
@@ -99,122 +251,6 @@ def summary(d: Decision) -> str:
     if d.verdict == "returned":
         return f"returned ({rule})\n" if d.note is None else f"returned ({rule}): {d.note}\n"
     return f"failed: {d.reason}\n"
-
-
-def lift_decision(rec: Any) -> Decision:
-    verdict = rec.verdict
-    tag, payload = verdict.tag, verdict.payload
-    return Decision(
-        verdict=tag,
-        to=list(payload) if tag == "routed" else None,
-        note=payload if tag == "returned" else None,
-        reason=payload if tag == "failed" else None,
-        rule=rec.rule,
-        answers=[
-            JudgeAnswer(question=a.question, kind=a.kind, value=a.value, p=a.p, margin=a.margin, mean=a.mean)
-            for a in rec.answers
-        ],
-        jev_tokens=getattr(rec, "jev-tokens"),
-        log_line=getattr(rec, "log-line"),
-    )
-
-
-def _lift_result(value: Any) -> Any:
-    """``result<T, list<load-error>>`` arrives untagged: a list is the error."""
-    if isinstance(value, list):
-        return [LoadError(line=e.line, column=e.column, message=e.message) for e in value]
-    return value
-
-
-def _check_scorer(scorer: Any) -> Any:
-    if getattr(scorer, "choice", None) == "offline" or not callable(getattr(scorer, "score", None)):
-        raise TypeError("route needs `answers` or a Jev scorer (JevScorer); the offline scorer cannot judge")
-    return scorer
-
-
-class Judge:
-    """The mechanism behind :meth:`Pruner.route` and :meth:`Pruner.route_async`."""
-
-    def __init__(self, compiled: Compiled, limits: Limits, log: Callable[[str], None], rules_file: str) -> None:
-        self._compiled = compiled
-        self._limits = limits
-        self._log = log
-        self._rules_file = rules_file
-
-    def _instance(self) -> Instance:
-        try:
-            return Instance(self._compiled, self._limits)
-        except Exception as err:  # noqa: BLE001
-            raise GuestError(GuestFailure("instantiate", f"{type(err).__name__}: {err}")) from err
-
-    def _settle(self, answer: Any) -> Decision:
-        if isinstance(answer, CallError):
-            self._log(f"judge: rule=- failed reason={answer.failure.reason}")
-            if answer.fatal is not None:
-                raise answer.fatal
-            raise GuestError(answer.failure)
-        answer = _lift_result(answer)
-        if isinstance(answer, list):
-            raise RulesError(self._rules_file, answer)
-        decision = lift_decision(answer)
-        self._log(decision.log_line)
-        return decision
-
-    def route(self, rules: str, message: str, answers: Optional[str], scorer: Any, jev_model: Optional[str]) -> Decision:
-        """The one-shot ``route`` export; without answers the guest calls the
-        scorer through the ``scorer`` import, on this thread."""
-        score = None
-        if answers is None:
-            chosen = _check_scorer(scorer)
-            score = chosen.score
-        instance = self._instance()
-        return self._settle(_engine.run_guarded(instance, score, lambda i: i.call("route", rules, message, jev_model, answers)))
-
-    async def route_async(
-        self, rules: str, message: str, answers: Optional[str], scorer: Any, jev_model: Optional[str]
-    ) -> Decision:
-        """Fixed answers: the ``route`` export in a worker thread. Else the
-        ``judge-job`` resource: load and ``finish`` in a worker thread, the
-        scorer's ``score_async`` awaited on the loop (``score`` in a thread)."""
-        if answers is not None:
-            return await asyncio.to_thread(self.route, rules, message, answers, scorer, jev_model)
-        chosen = _check_scorer(scorer)
-        instance = await asyncio.to_thread(self._instance)
-
-        def load(i: Instance) -> Any:
-            job = _lift_result(i.call("[static]judge-job.load", rules, message, jev_model))
-            if isinstance(job, list):
-                return job
-            return job, _engine.lift_request(i.call("[method]judge-job.scoring-request", job))
-
-        started = await asyncio.to_thread(_engine.run_guarded, instance, None, load)
-        if isinstance(started, CallError) or isinstance(started, list):
-            return self._settle(started)
-        handle, request = started
-        response = await _score(chosen, request)
-
-        def finish(i: Instance) -> Any:
-            decision = i.call("[method]judge-job.finish", handle, _engine.lower_response(response))
-            i.drop(handle)
-            return decision
-
-        return self._settle(await asyncio.to_thread(_engine.run_guarded, instance, None, finish))
-
-
-async def _score(scorer: Any, request: ScoringRequest) -> ScoringResponse:
-    """Awaits the scorer; one that overruns the policy's deadline by a second
-    is stopped as ``timeout``; a scorer that raises answers ``network``."""
-    score_async = getattr(scorer, "score_async", None)
-    coro: Any = score_async(request) if score_async is not None else asyncio.to_thread(scorer.score, request)
-    limit = request.policy.deadline_ms / 1000.0 + 1.0
-    try:
-        return await asyncio.wait_for(coro, timeout=limit)  # type: ignore[no-any-return]
-    except asyncio.TimeoutError:
-        return ScoringResponse.stopped("timeout", request.policy.deadline_ms)
-    except asyncio.CancelledError:
-        raise
-    except Exception:  # noqa: BLE001 - a scorer error is a failed call, never a crash
-        return ScoringResponse(answers=[Failed(None) for _ in request.batches], elapsed_ms=0)
 
 
 __all__ = ["Decision", "JudgeAnswer", "LoadError", "RulesError", "render_load_errors", "summary"]

@@ -1,102 +1,66 @@
-"""The Python host of the toolprune component: :class:`Pruner` (the compiled
-component and a default scorer) and :class:`Turn` (one user turn: a live
-instance, the turn store, fail-open calls).
+"""The Python host of the toolprune component (WIT ``toolprune:pruner@0.2``):
+:class:`Pruner` (the compiled component), :class:`Conversation` (one agent
+conversation: its store of pruned results, its id counter, its instance)
+and :class:`Turn` (one user message: the request and its cancellation).
 
-SPEC §10 (the turn store: memory only, lifetime = the turn), §11 (a trap,
-panic or limit in the guest → the raw text, and go on), §12 (the host writes
-the guest's log lines), §14 (the host is mechanism only: it never parses the
-text, counts characters or decides a gate).
+Every rule is the guest's; this module is mechanism (SPEC §14): it runs each
+tool result through a ``prune-job`` (``new`` → ``scoring-request`` → the
+host scores → ``finish``), keeps the store bounded by the guest's limits,
+drops an instance after a trap (SPEC §11: the raw text comes back), and
+writes the guest's log lines (SPEC §12).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import inspect
 import json
 import os
-import re
 import sys
 import threading
 import time
-import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, List, Mapping, Optional, Set, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from . import _engine
-from ._engine import CallError, Compiled, Instance
-from .judge import Decision, Judge
-from .scorers import CancelToken, OfflineScorer, Scorer, StubScorer
+if TYPE_CHECKING:  # imported where used (see scorers.py)
+    import asyncio
+
+from . import _convert, _engine
+from ._convert import get
+from ._engine import CallLimits, Compiled, Instance, Trapped
+from .scorers import (
+    OFFLINE,
+    STUB,
+    CancelToken,
+    Scored,
+    check_scorer,
+    elapsed_ms,
+    run_async,
+    run_sync,
+    scorer_name,
+)
+from .settings import Settings, clean, surrogates, utf8_len
 from .types import (
+    Config,
     GuestError,
-    GuestFailure,
-    Lang,
+    HostFailure,
+    Inspection,
     Limits,
-    OmittedResult,
-    ParagraphInfo,
-    Pruned,
-    Report,
+    OmittedAnswer,
+    PruneResult,
     ScoringRequest,
     ScoringResponse,
     StoredResult,
-    ToolSpec,
+    StoreLimits,
+    snake,
 )
 
 LogSink = Callable[[str], None]
 """Receives complete log lines (``tool prune: …``), without a newline."""
 
-ScorerLike = Union[str, Any]
-"""``"offline"``, ``"stub"``, or an object with ``name`` and ``score(request)``."""
-
-THRESHOLDS = (0.1, 0.2, 0.3, 0.5)
-
-
-def log_label(name: str) -> str:
-    """A label for the host's own log lines as the guest writes its labels:
-    whitespace, ``=`` and control characters become ``_``, empty is ``-``."""
-    if not name:
-        return "-"
-    # "Cs": a surrogate (the guest never sees one) is written ``_`` too.
-    return "".join("_" if c.isspace() or c == "=" or unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _ill_formed(s: object) -> bool:
-    """True for a ``str`` holding surrogate code points (U+D800–U+DFFF, e.g.
-    from ``errors="surrogateescape"``): a WIT ``string`` carries Unicode
-    scalar values only, so wasmtime-py cannot pass it to the guest.
-    ``isascii`` is O(1); ``encode`` costs ≈ 70–140 µs on 100 KB."""
-    if not isinstance(s, str) or s.isascii():
-        return False
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _surrogates(what: str, s: str) -> CallError:
-    """The failure for a string that cannot reach the guest: a count, never text."""
-    reason = "invalid_text" if what == "the tool result text" else "invalid_input"
-    n = len(_SURROGATE.findall(s))
-    return CallError(GuestFailure(reason, f"{what} holds {n} surrogate code point(s); the guest was not called"))
-
-
-def _clean(s: Any) -> Any:
-    """``s`` with every surrogate code point replaced by U+FFFD (a ``str``), else ``s``."""
-    return _SURROGATE.sub("\ufffd", s) if _ill_formed(s) else s
-
-
-def _well_formed(what: str, s: object) -> None:
-    """Raise :class:`ValueError` when ``s`` holds surrogate code points
-    (``paragraphs`` and ``route`` would otherwise fail as a guest error;
-    pruning fails open instead, see ``Turn._ill_formed_input``)."""
-    if _ill_formed(s):
-        n = len(_SURROGATE.findall(str(s)))
-        raise ValueError(f"toolprune: {what} holds {n} surrogate code point(s); a WIT string cannot carry them")
+ScorerLike = Any
+"""``"offline"``, ``"stub"``, ``"jev"`` (:meth:`JevScorer.from_env`), or a scorer object."""
 
 
 def stderr_log(line: str) -> None:
@@ -104,129 +68,247 @@ def stderr_log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _resolve_scorer(scorer: ScorerLike) -> Any:
-    if isinstance(scorer, str):
-        if scorer == "offline":
-            return OfflineScorer()
-        if scorer == "stub":
-            return StubScorer()
-        raise ValueError(f"unknown scorer {scorer!r}: use 'offline', 'stub' or a scorer object")
-    if not isinstance(getattr(scorer, "name", None), str) or not callable(getattr(scorer, "score", None)):
-        raise TypeError("a scorer needs a `name` (str) and a `score(request)` method")
-    return scorer
-
-
-def _takes_cancel(fn: Any) -> bool:
-    try:
-        return "cancel" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
+def _require_str(what: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    return value
 
 
 class Pruner:
-    """The toolprune component, compiled once per process, and the settings
-    every turn starts from. Cheap to share between threads and turns."""
+    """The toolprune component, compiled once per process (and cached on
+    disk), version-checked, with a default scorer. Cheap to share between
+    threads and conversations. Made by :meth:`load`."""
 
-    def __init__(
-        self,
-        compiled: Compiled,
-        scorer: ScorerLike = "offline",
-        *,
-        limits: Optional[Limits] = None,
-        log: Optional[LogSink] = None,
-    ) -> None:
+    def __init__(self, compiled: Compiled, *, limits: Optional[Limits] = None, log: Optional[LogSink] = None) -> None:
         self._compiled = compiled
-        self.scorer = _resolve_scorer(scorer)
+        self.settings = Settings(compiled)
         self.limits = limits or Limits()
         self.log: LogSink = log or stderr_log
+        self.scorer: Any = OFFLINE
+        self._inspect_lock = threading.Lock()
+        self._inspector: Optional[Instance] = None
 
     @classmethod
     def load(
         cls,
-        scorer: ScorerLike = "offline",
+        scorer: ScorerLike = OFFLINE,
         *,
         wasm: Union[str, "os.PathLike[str]", None] = None,
         limits: Optional[Limits] = None,
         log: Optional[LogSink] = None,
+        cache_dir: Union[str, "os.PathLike[str]", None, bool] = None,
     ) -> "Pruner":
-        """Loads (and compiles, once per process and path) the component.
+        """Loads the component: compiled once per process and path, and the
+        compiled code cached on disk between processes.
 
-        ``wasm``: the ``toolprune.wasm`` path; default ``$TOOLPRUNE_WASM``, else
-        the copy installed with the package. ``scorer``: ``"offline"`` (the
-        guest's BM25, no network), ``"stub"``, or a scorer object such as
-        :class:`toolprune.jev.JevScorer`. ``log``: where log lines go (stderr).
+        ``scorer``: ``"offline"`` (default: the guest's BM25, nothing leaves
+        the machine), ``"stub"``, ``"jev"`` (:meth:`JevScorer.from_env`:
+        :class:`ValueError` when Jev is not configured) or a scorer object.
+        ``wasm``: the ``toolprune.wasm`` path (default ``$TOOLPRUNE_WASM``,
+        else the copy installed with the package). ``limits``: overrides of
+        the guest's per-call limits (tests). ``log``: where log lines go
+        (stderr). ``cache_dir``: the compile cache's folder (default
+        :func:`~toolprune._engine.default_cache_dir`); ``False`` compiles in
+        memory only.
 
-        Raises :class:`FileNotFoundError` (no component) or :class:`ValueError`
-        (not a toolprune component of this WIT).
+        Raises :class:`FileNotFoundError` (no component) or
+        :class:`~toolprune._engine.ComponentError` (not a toolprune component,
+        or one of another contract version: the message names both).
         """
         path = _engine.find_component(wasm)
-        return cls(_engine.compiled(path), scorer, limits=limits, log=log)
+        if cache_dir is False:
+            cache: Optional[Path] = None
+        elif cache_dir is None or cache_dir is True:
+            cache = _engine.default_cache_dir()  # None: in memory
+        else:
+            cache = Path(cache_dir)
+        pruner = cls(_engine.compiled(path, cache), limits=limits, log=log)
+        pruner.scorer = pruner._resolve_scorer(scorer)
+        return pruner
+
+    # --- facts ------------------------------------------------------------------------
 
     @property
     def wasm_path(self) -> Path:
         return self._compiled.path
 
-    def begin_turn(
+    @property
+    def cache(self) -> str:
+        """How the compiled code was obtained: ``hit``, ``miss``, ``unwritable`` or ``off``."""
+        return self._compiled.cache
+
+    @property
+    def version(self) -> str:
+        """The component's contract version (``settings.version``)."""
+        return self.settings.version()
+
+    @property
+    def langs(self) -> List[str]:
+        """The languages the component knows (its ``lang`` enum)."""
+        return list(self._compiled.langs)
+
+    @property
+    def dialects(self) -> List[str]:
+        """The tool-definition dialects the component writes (its ``dialect`` enum)."""
+        return list(self._compiled.dialects)
+
+    def _resolve_scorer(self, scorer: ScorerLike) -> Any:
+        if scorer == "jev":
+            from .jev import JevScorer
+
+            return JevScorer.from_env(pruner=self)
+        return check_scorer(scorer)
+
+    def _lang(self, lang: Optional[str]) -> str:
+        if lang is None:
+            return self.settings.defaults().lang
+        if lang not in self._compiled.langs:
+            raise ValueError(f"lang must be one of {', '.join(self._compiled.langs)}, not {lang!r}")
+        return lang
+
+    # --- conversations ---------------------------------------------------------------------
+
+    def conversation(
         self,
-        request: str,
         *,
         enabled: bool = False,
-        threshold: float = 0.2,
-        lang: Lang = "en",
+        threshold: Union[str, float, None] = None,
+        lang: Optional[str] = None,
         agent: str = "agent",
         scorer: Optional[ScorerLike] = None,
         jev_model: Optional[str] = None,
-        limits: Optional[Limits] = None,
         log: Optional[LogSink] = None,
-    ) -> "Turn":
-        """A new turn for the user's ``request`` (the raw message text, without
-        attachments or quoted copies; the guest takes the basis from it).
+        store: Union[StoreLimits, Mapping[str, int], None] = None,
+        limits: Optional[Limits] = None,
+        report: bool = False,
+        deadline_cap_ms: Optional[int] = None,
+    ) -> "Conversation":
+        """A new conversation: one per agent conversation (ids ``P1``, ``P2``, …
+        are unique within it, SPEC §10).
 
         Pruning is **off** unless ``enabled=True`` (SPEC §2). ``threshold``:
-        0.1 / 0.2 / 0.3 / 0.5 (the guest maps anything else to 0.2).
-        ``jev_model``: model named in the Jev body (default: the scorer's
-        ``jev_model`` attribute, if any).
+        a number or its text, checked by the guest (``settings.threshold``):
+        anything but 0.1 / 0.2 / 0.3 / 0.5 raises :class:`ValueError` with the
+        guest's message; default the guest's. ``lang``: ``en`` / ``ja``
+        (default the guest's). ``agent``: the log label. ``scorer``: as in
+        :meth:`load` (default the pruner's). ``jev_model``: the model named in
+        Jev bodies (default the scorer's ``jev_model``). ``store``: bounds of
+        the store, a :class:`StoreLimits` or a mapping of some of its fields
+        (the others: the guest's). ``limits``: per-call limit overrides
+        (default the pruner's). ``report``: fill ``PruneResult.paragraphs``
+        (lifting ~300 paragraph records costs ~10 ms, so it is off by
+        default). ``deadline_cap_ms``: **test-only**, the deadline used is
+        ``min(policy.deadline_ms, deadline_cap_ms)`` (never raised).
+
+        Raises :class:`TypeError` / :class:`ValueError` on bad arguments.
         """
-        if lang not in ("ja", "en"):
-            raise ValueError(f"lang must be 'ja' or 'en', not {lang!r}")
-        chosen = self.scorer if scorer is None else _resolve_scorer(scorer)
-        return Turn(
-            self._compiled,
-            request,
-            scorer=chosen,
-            enabled=enabled,
-            threshold=threshold,
-            lang=lang,
+        _require_str("agent", agent)
+        if threshold is None:
+            checked = self.settings.defaults().threshold
+        else:
+            if isinstance(threshold, bool):
+                raise TypeError("threshold must be a number or its text, not a bool")
+            checked = self.settings.threshold(threshold if isinstance(threshold, str) else str(threshold))
+        chosen = self.scorer if scorer is None else self._resolve_scorer(scorer)
+        if jev_model is not None:
+            _require_str("jev_model", jev_model)
+        cap = deadline_cap_ms
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise ValueError("deadline_cap_ms must be a non-negative int")
+        defaults = self.settings.defaults().store
+        if store is None:
+            bounds = defaults
+        elif isinstance(store, StoreLimits):
+            bounds = store
+        else:
+            unknown = set(store) - {"max_records", "max_chars", "max_age_s"}
+            if unknown:
+                raise ValueError(f"unknown store limits: {', '.join(sorted(unknown))}")
+            bounds = dataclasses.replace(defaults, **{k: int(v) for k, v in store.items()})
+        return Conversation(
+            self,
+            enabled=bool(enabled),
+            threshold=checked,
+            lang=self._lang(lang),
             agent=agent,
-            jev_model=jev_model if jev_model is not None else getattr(chosen, "jev_model", None),
-            limits=limits or self.limits,
+            scorer=chosen,
+            jev_model=jev_model,
             log=log or self.log,
+            store=bounds,
+            limits=limits or self.limits,
+            report=bool(report),
+            deadline_cap_ms=cap,
         )
 
-    def _throwaway(self) -> Instance:
-        try:
-            return Instance(self._compiled, Limits())
-        except Exception as err:  # noqa: BLE001
-            raise GuestError(GuestFailure("instantiate", f"{type(err).__name__}: {err}")) from err
+    # --- stateless calls ----------------------------------------------------------------------
 
-    def _inspect(self, body: Callable[[Instance], Any]) -> Any:
-        answer = _engine.run_guarded(self._throwaway(), None, body)
-        if isinstance(answer, CallError):
-            raise GuestError(answer.failure)
-        return answer
+    def _limits(self, text_bytes: int, override: Limits) -> CallLimits:
+        base = self.settings.call_limits_for(text_bytes)
+        return CallLimits(
+            fuel=base.fuel if override.fuel is None else override.fuel,
+            wall_ms=base.wall_ms,
+            memory_bytes=base.memory_bytes if override.memory_bytes is None else override.memory_bytes,
+        )
 
-    def omitted_tool(self, lang: Lang = "en") -> ToolSpec:
-        """The ``omitted`` tool as the model sees it (SPEC §10). Static:
-        present it whenever pruning is on. Raises :class:`GuestError`."""
-        return _engine.lift_tool_spec(self._inspect(lambda i: i.call("omitted-tool", lang)))
+    def _stateless(self, text_bytes: int, name: str, *args: Any) -> Any:
+        """One call on the pruner's own instance (replaced after a trap).
+        Raises :class:`GuestError`."""
+        limits = self._limits(text_bytes, self.limits)
+        with self._inspect_lock:
+            try:
+                if self._inspector is None:
+                    self._inspector = Instance(self._compiled, limits.memory_bytes)
+                return self._inspector.call(limits, name, *args)
+            except Trapped as err:
+                self._inspector = None
+                raise GuestError(HostFailure("guest_trap", err.limit, err.message)) from None
 
-    def paragraphs(self, text: str) -> List[ParagraphInfo]:
-        """The paragraphs of ``text`` exactly as pruning splits it (SPEC §4).
-        Raises :class:`GuestError`, or :class:`ValueError` for a text holding
-        surrogate code points (a WIT ``string`` cannot carry them)."""
-        _well_formed("text", text)
-        answer = self._inspect(lambda i: i.call("paragraphs", text))
-        return [_engine.lift_paragraph_info(p) for p in answer]
+    def inspect(self, text: str) -> Inspection:
+        """How pruning splits ``text`` (SPEC §14): its shape, a wrapper's span,
+        each unit's byte and character span and kind. Raises
+        :class:`TypeError` (not a ``str``), :class:`ValueError` (surrogate code
+        points: a WIT ``string`` cannot carry them, and the answer would
+        describe another text) or :class:`GuestError`."""
+        _require_str("text", text)
+        size = utf8_len(text)
+        if size is None:
+            raise ValueError(
+                f"toolprune: text holds {surrogates(text)} surrogate code point(s); a WIT string cannot carry them"
+            )
+        return _convert.lift_inspection(self._stateless(size, "inspect", text))
+
+    def is_prunable(self, tool: str, globs: Optional[Sequence[str]] = None) -> bool:
+        """Whether results of ``tool`` may be pruned: it matches one of
+        ``globs`` (default: the guest's defaults, web-fetch tools) and is not a
+        file reader, shell, editor or ``omitted`` (SPEC §2, §15)."""
+        return self.settings.is_prunable(tool, self.settings.defaults().prunable if globs is None else list(globs))
+
+    def stub_scores(self, request: ScoringRequest) -> ScoringResponse:
+        """The guest's word-overlap stub scores for ``request`` (its ``elapsed_ms`` is 0)."""
+        size = sum(len(c) for b in request.batches for c in b.chunks) * 4 + len(request.basis) * 4
+        return _convert.lift_response(self._stateless(size, "stub-scores", _convert.lower_request(request)))
+
+    def config(self, environ: Optional[Mapping[str, str]] = None) -> Config:
+        """The user's configuration (``settings.resolve`` of the variables the
+        guest names and the config file). Raises
+        :class:`~toolprune.settings.ConfigError`."""
+        return self.settings.config(environ)
+
+    def omitted_tool(self, dialect: str = "plain", lang: Optional[str] = None) -> Dict[str, Any]:
+        """The ``omitted`` tool definition in ``dialect``'s shape (``plain``,
+        ``openai``, ``anthropic``, ``mcp``), parsed from the guest's JSON.
+        Static (SPEC §10): present it whenever pruning is on."""
+        if dialect not in self._compiled.dialects:
+            raise ValueError(f"dialect must be one of {', '.join(self._compiled.dialects)}, not {dialect!r}")
+        text = self._stateless(0, "tool", self._lang(lang), dialect)
+        return json.loads(text)  # type: ignore[no-any-return]
+
+    @property
+    def omitted_tool_name(self) -> str:
+        """The name of the ``omitted`` tool, as the guest defines it."""
+        return str(self.omitted_tool("plain")["name"])
+
+    # --- the judge ------------------------------------------------------------------------
 
     def route(
         self,
@@ -238,19 +320,12 @@ class Pruner:
         jev_model: Optional[str] = None,
         log: Optional[LogSink] = None,
         rules_file: str = "rules",
-    ) -> Decision:
-        """The judge router (README "Judge router"): where ``message`` goes by
-        the rules file's text ``rules``. With ``answers`` (the text of a Jev
-        response) no call is made; else the guest makes the one Jev call
-        through ``scorer`` (default: the pruner's; the offline scorer cannot
-        judge: :class:`TypeError`). Blocks while the scorer runs. Writes the
-        ``judge:`` line to ``log``.
+    ) -> Any:
+        """The judge router: where ``message`` goes by the rules file's text
+        ``rules`` (see :mod:`toolprune.judge`)."""
+        from .judge import Judge
 
-        Raises :class:`RulesError` (an invalid rules file: every problem, as
-        ``FILE:LINE:COL: message`` with ``rules_file``) or :class:`GuestError`.
-        """
-        judge, chosen, model = self._judge(rules, message, answers, scorer, jev_model, log, rules_file)
-        return judge.route(rules, message, answers, chosen, model)
+        return Judge(self, rules, message, answers, scorer, jev_model, log, rules_file).route()
 
     async def route_async(
         self,
@@ -262,435 +337,520 @@ class Pruner:
         jev_model: Optional[str] = None,
         log: Optional[LogSink] = None,
         rules_file: str = "rules",
-    ) -> Decision:
-        """:meth:`route` without blocking the event loop: the ``judge-job``
-        resource (load, the scorer's ``score_async`` awaited, finish); the
-        guest's steps run in a worker thread. Same decisions and log line."""
-        judge, chosen, model = self._judge(rules, message, answers, scorer, jev_model, log, rules_file)
-        return await judge.route_async(rules, message, answers, chosen, model)
-
-    def _judge(
-        self,
-        rules: str,
-        message: str,
-        answers: Optional[str],
-        scorer: Optional[ScorerLike],
-        jev_model: Optional[str],
-        log: Optional[LogSink],
-        rules_file: str,
     ) -> Any:
-        if not isinstance(rules, str):
-            raise TypeError("rules must be a str (the TOML text)")
-        if not isinstance(message, str):
-            raise TypeError("message must be a str")
-        if answers is not None and not isinstance(answers, str):
-            raise TypeError("answers must be a str (the text of a Jev response)")
-        for what, value in (("rules", rules), ("message", message), ("answers", answers), ("jev_model", jev_model)):
-            _well_formed(what, value)
-        chosen = self.scorer if scorer is None else _resolve_scorer(scorer)
-        model = jev_model if jev_model is not None else getattr(chosen, "jev_model", None)
-        _well_formed("jev_model", model)  # the scorer's own, once resolved
-        return Judge(self._compiled, self.limits, log or self.log, rules_file), chosen, model
+        """:meth:`route` without blocking the event loop."""
+        from .judge import Judge
+
+        return await Judge(self, rules, message, answers, scorer, jev_model, log, rules_file).route_async()
+
+
+# --- one tool result on its way ---------------------------------------------------------------
 
 
 @dataclass
 class _Job:
     """A ``prune-job`` between its scoring request and ``finish``."""
 
-    instance: Instance
+    tool: str
+    text: str
+    scorer: Any
+    input: Any
+    """The lowered ``prune-input`` (kept to make the job again on a fresh instance)."""
+    limits: CallLimits
+    generation: int
     handle: Any
-    request: Optional[ScoringRequest]
+    request: Any
+    """The raw ``scoring-request`` record, or None (no call due)."""
 
 
-class Turn:
-    """One user turn: its request and settings, the turn store, and an
-    instance of the component that lives as long as the turn (or until it
-    traps). Made by :meth:`Pruner.begin_turn`.
+class Conversation:
+    """One agent conversation: settings, the store of pruned results (bounded,
+    oldest evicted first), the id counter, and an instance of the component
+    (dropped after a trap, re-created for the next call). Made by
+    :meth:`Pruner.conversation`. Thread-safe; results may be pruned
+    concurrently (threads or asyncio): ids go in the order results finish,
+    unique and without gaps.
 
-    No call raises on a guest failure except :meth:`omitted` and
-    :meth:`omitted_tool`; no call loses the text. Thread-safe; the asyncio
-    methods may run concurrently for several results of one turn.
+    No call raises on a guest failure: pruning returns the raw text,
+    ``omitted`` the guest's "try again" text.
     """
 
     def __init__(
         self,
-        compiled: Compiled,
-        request: str,
+        pruner: Pruner,
         *,
-        scorer: Any,
         enabled: bool,
         threshold: float,
-        lang: Lang,
+        lang: str,
         agent: str,
+        scorer: Any,
         jev_model: Optional[str],
-        limits: Limits,
         log: LogSink,
+        store: StoreLimits,
+        limits: Limits,
+        report: bool,
+        deadline_cap_ms: Optional[int],
     ) -> None:
-        self._compiled = compiled
-        self.request = request
-        self.scorer = scorer
+        self.pruner = pruner
+        self._compiled = pruner._compiled
+        self._settings = pruner.settings
         self.enabled = enabled
         self.threshold = threshold
-        self.lang: Lang = lang
+        self.lang = lang
         self.agent = agent
+        self.scorer = scorer
         self.jev_model = jev_model
-        self.limits = limits
+        """The model named in Jev bodies; None: the scorer's own ``jev_model``."""
         self.log = log
-        self._cancel = CancelToken()
-        self._guest = threading.RLock()  # one call into the instance at a time
-        self._state = threading.Lock()  # the store and the sequence numbers
+        self.store_limits = store
+        self.limits = limits
+        self.report = report
+        self.deadline_cap_ms = deadline_cap_ms
+        self._lock = threading.RLock()  # the instance, the store and the counter
         self._instance: Optional[Instance] = None
-        self._stored: List[StoredResult] = []
-        self._stored_seq: List[int] = []
-        self._pending: Set[int] = set()
+        self._generation = 0
+        self._count = 0
+        self._store: "OrderedDict[str, Any]" = OrderedDict()
+        self._store_chars = 0
 
-    # --- settings and state ---------------------------------------------------
+    # --- turns and state ----------------------------------------------------------------
+
+    def turn(self, request: str, cancel: Optional[CancelToken] = None) -> "Turn":
+        """A new turn for the user's ``request`` (the raw message text; the
+        guest takes the basis from it). ``cancel``: a token to cancel its
+        scoring from elsewhere (default: the turn's own, see :meth:`Turn.cancel`)."""
+        _require_str("request", request)
+        if cancel is not None and not isinstance(cancel, CancelToken):
+            raise TypeError("cancel must be a toolprune.CancelToken")
+        return Turn(self, request, cancel or CancelToken())
+
+    @property
+    def count(self) -> int:
+        """Results stored so far (never decremented; the last id is ``P{count}``)."""
+        with self._lock:
+            return self._count
 
     @property
     def stored(self) -> List[StoredResult]:
-        """The turn store: every ``ok`` result pruned in this turn, in order
-        (``P1``, ``P2``, …). Memory only; gone with the turn."""
-        with self._state:
-            return list(self._stored)
+        """The results the store holds now, oldest first."""
+        with self._lock:
+            records = list(self._store.values())
+        return [_convert.lift_stored(r) for r in records]
 
-    def cancel(self) -> None:
-        """Cancels the turn: a scorer waiting now stops at once (outcome
-        ``cancelled``, raw text), and later results of this turn are not scored."""
-        self._cancel.cancel()
+    # --- mechanism -----------------------------------------------------------------------
 
-    @property
-    def cancelled(self) -> bool:
-        return self._cancel.cancelled
+    def _call_limits(self, text_bytes: int) -> CallLimits:
+        return self.pruner._limits(text_bytes, self.limits)
 
-    @property
-    def cancel_token(self) -> CancelToken:
-        return self._cancel
+    def _live(self, limits: CallLimits) -> Instance:
+        """The live instance (made if needed). Caller holds the lock."""
+        if self._instance is None:
+            self._generation += 1
+            self._instance = Instance(self._compiled, limits.memory_bytes)
+        return self._instance
 
-    def set_limits(self, limits: Limits) -> None:
-        """Limits for the following calls; the live instance is replaced."""
-        with self._guest:
-            self.limits = limits
-            self._instance = None
+    def _trapped(self, err: Trapped, limits: CallLimits, replay: _engine.Replay) -> HostFailure:
+        """Drops the instance after a trap; the failure, its limit named. Caller holds the lock."""
+        self._instance = None
+        err = _engine.explain(self._compiled, err, limits, replay)
+        return HostFailure("guest_trap", err.limit, err.message)
 
-    # --- pruning --------------------------------------------------------------
-
-    def on_tool_result(self, *, tool: str, text: str, ok: bool = True, prunable: bool = False) -> Pruned:
-        """Prunes one tool result (the ``prune`` export; the guest calls the
-        scorer at most once, on this thread). Stores the record of an ``ok``
-        result and writes the guest's log line. Fails open: on any guest
-        failure the raw text comes back, outcome ``failed``, with the line
-        ``tool prune: agent=… name=… outcome=failed reason=guest_trap``.
-
-        ``ok``: the tool call succeeded (error texts are never pruned).
-        ``prunable``: the host declared the tool prunable (default not).
-        """
-        seq = self._reserve()
-        invalid = self._ill_formed_input(tool, text)
-        if invalid is not None:
-            return self._ill_formed(tool, text, ok, prunable, seq, invalid)
-        record = self._input(tool, text, ok, prunable, seq)
-        answer = self._call(lambda i: i.call("prune", record), self._sync_score)
-        return self._settle(tool, text, seq, answer)
-
-    async def on_tool_result_async(
-        self, *, tool: str, text: str, ok: bool = True, prunable: bool = False
-    ) -> Pruned:
-        """:meth:`on_tool_result` without blocking the event loop: the
-        ``prune-job`` form. The guest's steps run in a worker thread; the
-        scorer's ``score_async`` is awaited on the loop (``score`` runs in a
-        thread when there is none). Same results, store and log lines.
-
-        Cancelling the awaiting task finishes the job as ``cancelled`` (log
-        line written) and re-raises :class:`asyncio.CancelledError`;
-        :meth:`cancel` instead returns the raw text with outcome ``cancelled``.
-        """
-        seq = self._reserve()
-        invalid = self._ill_formed_input(tool, text)
-        if invalid is not None:
-            return self._ill_formed(tool, text, ok, prunable, seq, invalid)
-        record = self._input(tool, text, ok, prunable, seq)
-        starting = asyncio.ensure_future(asyncio.to_thread(self._start_job, record))
+    def _host_failure(self, tool: str, text: str, failure: HostFailure) -> PruneResult:
         try:
-            started = await asyncio.shield(starting)
-        except asyncio.CancelledError:
-            # The guest step goes on in its thread: finish it as cancelled then.
-            starting.add_done_callback(lambda f: self._finish_cancelled(tool, text, seq, f.result(), 0))
-            raise
-        if isinstance(started, CallError):
-            return self._settle(tool, text, seq, started)
-        response: Optional[ScoringResponse] = None
-        if started.request is not None:
-            start = time.monotonic()
-            try:
-                response = await self._score_async(started.request)
-            except asyncio.CancelledError:
-                elapsed = min(int((time.monotonic() - start) * 1000), 0xFFFF_FFFF)
-                self._finish_cancelled(tool, text, seq, started, elapsed)
-                raise
-            except Exception as err:  # noqa: BLE001 - a scorer error fails open
-                self._drop_job(started)
-                failure = GuestFailure("scorer_error", f"{type(err).__name__}: {err}")
-                return self._settle(tool, text, seq, CallError(failure))
-        finishing = asyncio.ensure_future(asyncio.to_thread(self._finish_job, started, response))
-        try:
-            answer = await asyncio.shield(finishing)
-        except asyncio.CancelledError:
-            # Too late to cancel: the result is stored and logged when the guest is done.
-            finishing.add_done_callback(lambda f: self._settle(tool, text, seq, f.result()))
-            raise
-        return self._settle(tool, text, seq, answer)
+            line = self._settings.failure_line("prune", self.agent, tool, failure.reason, failure.limit)
+        except GuestError:
+            line = "tool prune: outcome=failed reason=instantiate"
+        self.log(line)
+        return PruneResult(
+            body=text,
+            raw=text,
+            outcome="failed",
+            gate=None,
+            id=None,
+            shape=None,
+            counts=None,
+            ratio=None,
+            threshold=None,
+            log_line=line,
+            served_model=None,
+            failure=failure,
+        )
 
-    def _finish_cancelled(self, tool: str, text: str, seq: int, started: Any, elapsed_ms: int) -> None:
-        """A task cancelled before its job finished: finish it as ``cancelled``
-        (the log line is written, nothing is stored)."""
-        if isinstance(started, CallError):
-            self._settle(tool, text, seq, started)
-            return
-        stop = None if started.request is None else ScoringResponse.stopped("cancelled", elapsed_ms)
-        self._settle(tool, text, seq, self._finish_job(started, stop))
-
-    def on_tool_result_via_job(
-        self, *, tool: str, text: str, ok: bool = True, prunable: bool = False
-    ) -> Pruned:
-        """The ``prune-job`` form, blocking (create, score with the turn's
-        scorer, finish): the same bytes as :meth:`on_tool_result`."""
-        seq = self._reserve()
-        invalid = self._ill_formed_input(tool, text)
-        if invalid is not None:
-            return self._ill_formed(tool, text, ok, prunable, seq, invalid)
-        record = self._input(tool, text, ok, prunable, seq)
-        started = self._start_job(record)
-        if isinstance(started, CallError):
-            return self._settle(tool, text, seq, started)
-        response = None
-        if started.request is not None:
-            try:
-                response = self._sync_score(started.request)
-            except Exception as err:  # noqa: BLE001
-                self._drop_job(started)
-                failure = GuestFailure("scorer_error", f"{type(err).__name__}: {err}")
-                return self._settle(tool, text, seq, CallError(failure))
-        return self._settle(tool, text, seq, self._finish_job(started, response))
-
-    # --- the way back -----------------------------------------------------------
-
-    def omitted(self, arguments: Union[str, Mapping[str, Any]]) -> OmittedResult:
-        """The ``omitted`` tool (SPEC §10): ``arguments`` is the model's JSON
-        text (a mapping is encoded first), passed on unparsed with the whole
-        turn store. Writes the guest's ``tool omitted:`` line.
-
-        Raises :class:`GuestError` when the guest failed (logged as
-        ``tool omitted: agent=… outcome=failed reason=guest_trap``): tell the
-        model the tool failed.
-        """
-        if not isinstance(arguments, str):
-            arguments = json.dumps(dict(arguments), ensure_ascii=False)
-        args = arguments
-        if _ill_formed(args):
-            # Surrogates: not JSON text, and wasmtime-py could not pass it. An
-            # empty text gets the guest's own `invalid` answer (argument
-            # `arguments`), in the turn's language, with its log line.
-            args = ""
-        agent = _SURROGATE.sub("\ufffd", self.agent) if _ill_formed(self.agent) else self.agent
-        stored = _engine.lower_stored(self.stored)
-        answer = self._call(lambda i: i.call("omitted", args, self.lang, agent, stored), None)
-        if isinstance(answer, CallError):
-            self.log(f"tool omitted: agent={log_label(self.agent)} outcome=failed reason={answer.failure.reason}")
-            raise GuestError(answer.failure)
-        result = _engine.lift_omitted(answer)
-        self.log(result.log_line)
-        return result
-
-    def omitted_tool(self) -> ToolSpec:
-        """The ``omitted`` tool's name, description and schema in the turn's language."""
-        answer = self._call(lambda i: i.call("omitted-tool", self.lang), None)
-        if isinstance(answer, CallError):
-            raise GuestError(answer.failure)
-        return _engine.lift_tool_spec(answer)
-
-    # --- mechanism ----------------------------------------------------------------
-
-    def _reserve(self) -> int:
-        """The next sequence number: ``stored + 1`` when results come one after
-        another (as in every other host); results pruned concurrently get
-        distinct numbers (a number reserved by a result that was not stored may
-        then be skipped, never reused)."""
-        with self._state:
-            seq = max([len(self._stored), *self._stored_seq, *self._pending]) + 1
-            self._pending.add(seq)
-            return seq
-
-    def _scorer_choice(self) -> Optional[str]:
-        """The ``scorer-choice``: ``None`` (offline) or the ``host(name)`` label."""
-        return None if getattr(self.scorer, "choice", None) == "offline" else self.scorer.name  # type: ignore[no-any-return]
-
-    def _input(self, tool: str, text: str, ok: bool, prunable: bool, seq: int, *, clean: bool = False) -> Any:
-        """The ``prune-input``; ``clean``: every surrogate code point of its
-        strings replaced by U+FFFD (for :meth:`_ill_formed`)."""
-        fix: Callable[[Any], Any] = _clean if clean else (lambda s: s)
-        return _engine.lower_input(
-            request=fix(self.request),
+    def _input(
+        self, request: str, tool: str, text: str, ok: bool, prunable: bool, report: bool, scorer: Any, model: Optional[str], *, cleaned: bool = False
+    ) -> Any:
+        fix: Callable[[Any], Any] = (lambda s: None if s is None else clean(s)) if cleaned else (lambda s: s)
+        return _convert.record(
+            request=fix(request),
             text=fix(text),
             enabled=self.enabled,
             succeeded=ok,
             prunable=prunable,
             threshold=self.threshold,
             lang=self.lang,
-            sequence=seq,
-            scorer=fix(self._scorer_choice()),
-            jev_model=fix(self.jev_model),
+            scorer=fix(scorer_name(scorer)),
+            jev_model=fix(model),
             agent=fix(self.agent),
             tool=fix(tool),
+            report=report,
         )
 
-    def _ill_formed_input(self, tool: str, text: str) -> Optional[CallError]:
-        """A failure when a string of the prune input holds surrogates (it
-        cannot cross the WIT ``string``): ``invalid_text`` for the tool result
-        text, ``invalid_input`` for the request, tool name, agent, scorer name
-        (the ``host(name)`` label) or Jev model. See :meth:`_ill_formed`."""
-        fields = (
-            ("the tool result text", text),
-            ("the request", self.request),
-            ("the tool name", tool),
-            ("the agent", self.agent),
-            ("the scorer name", self._scorer_choice()),
-            ("the Jev model", self.jev_model),
-        )
-        for what, value in fields:
-            if isinstance(value, str) and _ill_formed(value):
-                return _surrogates(what, value)
-        return None
-
-    def _ill_formed(self, tool: str, text: str, ok: bool, prunable: bool, seq: int, invalid: CallError) -> Pruned:
-        """A prune input that cannot cross the WIT ``string``. When a
-        host-known cheap gate fails (pruning off, the call failed, the tool not
-        prunable) the answer is the guest's own, as for a well-formed text
-        (SPEC §12: no ``tool prune:`` line): the guest skips a copy whose
-        surrogates are U+FFFD (it cannot call a scorer then; none is behind the
-        import anyway) and the original ``str`` is put back as body and raw.
-        Otherwise, or if the guest did anything but pass the copy through, the
-        call fails open without calling the guest (``invalid_text`` /
-        ``invalid_input`` and the host's line). The 4,000-character gate is
-        the guest's to count."""
-        if self.enabled and ok and prunable:
-            return self._settle(tool, text, seq, invalid)
-        answer = self._call(lambda i: i.call("prune", self._input(tool, text, ok, prunable, seq, clean=True)), None)
-        if isinstance(answer, CallError):
-            return self._settle(tool, text, seq, answer)
-        report = _engine.lift_report(answer)
-        if report.record is not None or report.log_line is not None or report.body != _clean(text):
-            return self._settle(tool, text, seq, invalid)
-        with self._state:
-            self._pending.discard(seq)
-        report = dataclasses.replace(report, body=text, raw=text)
-        return Pruned(text, text, report.outcome, report, None)
-
-    def _sync_score(self, request: ScoringRequest) -> ScoringResponse:
-        if self._cancel.cancelled:  # a cancelled turn scores nothing more
-            return ScoringResponse.stopped("cancelled", 0)
-        if _takes_cancel(self.scorer.score):
-            return self.scorer.score(request, cancel=self._cancel)  # type: ignore[no-any-return]
-        return self.scorer.score(request)  # type: ignore[no-any-return]
-
-    async def _score_async(self, request: ScoringRequest) -> ScoringResponse:
-        """Awaits the scorer; the turn's cancellation wins, and a scorer that
-        overruns the policy's deadline by a second is stopped as ``timeout``."""
-        start = time.monotonic()
-        score_async = getattr(self.scorer, "score_async", None)
-        coro: Any
-        if score_async is not None:
-            if _takes_cancel(score_async):
-                coro = score_async(request, cancel=self._cancel)
-            else:
-                coro = score_async(request)
+    def _prepare(
+        self, request: str, tool: Any, text: Any, ok: Any, prunable: Any, report: Optional[bool], scorer: Any
+    ) -> Union[_Job, PruneResult]:
+        """Checks the arguments and starts the job. Raises :class:`TypeError`
+        for a non-``str`` text or tool (before any guest call)."""
+        _require_str("text", text)
+        _require_str("tool", tool)
+        ok, prunable = bool(ok), bool(prunable)
+        report = self.report if report is None else bool(report)
+        chosen = self.scorer if scorer is None else self.pruner._resolve_scorer(scorer)
+        model = self.jev_model if self.jev_model is not None else getattr(chosen, "jev_model", None)
+        if model is not None:
+            _require_str("jev_model", model)
+        size = utf8_len(text)
+        invalid: Optional[HostFailure] = None
+        if size is None:
+            invalid = HostFailure(
+                "invalid_text", None, f"the tool result text holds {surrogates(text)} surrogate code point(s); the guest was not called"
+            )
         else:
-            coro = asyncio.to_thread(self._sync_score, request)
-        loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(coro)
-        cancelled = self._cancel.future(loop)
-        limit = request.policy.deadline_ms / 1000.0 + 1.0
-        try:
-            done, _ = await asyncio.wait({task, cancelled}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        finally:
-            if not cancelled.done():
-                cancelled.cancel()
-        elapsed = min(int((time.monotonic() - start) * 1000), 0xFFFF_FFFF)
-        if cancelled in done:  # cancellation wins, even over an answer in the same instant
-            task.cancel()
-            return ScoringResponse.stopped("cancelled", elapsed)
-        if task in done:
-            return task.result()  # type: ignore[no-any-return]
-        task.cancel()
-        return ScoringResponse.stopped("timeout", elapsed)
+            for what, value in (
+                ("the request", request),
+                ("the tool name", tool),
+                ("the agent", self.agent),
+                ("the scorer name", scorer_name(chosen)),
+                ("the Jev model", model),
+            ):
+                if value is not None and utf8_len(value) is None:
+                    invalid = HostFailure(
+                        "invalid_input", None, f"{what} holds {surrogates(value)} surrogate code point(s); the guest was not called"
+                    )
+                    break
+        if invalid is not None:
+            return self._ill_formed(request, tool, text, ok, prunable, chosen, model, invalid)
+        record = self._input(request, tool, text, ok, prunable, report, chosen, model)
+        return self._start(tool, text, chosen, record, size or 0)
 
-    def _call(self, body: Callable[[Instance], Any], score: Optional[_engine.ScoreCall]) -> Any:
-        """One export call on the live instance (made if needed); drops the
-        instance on any error. Returns the value or a :class:`CallError`."""
-        with self._guest:
-            instance = self._instance
-            if instance is None:
-                try:
-                    instance = self._instance = Instance(self._compiled, self.limits)
-                except Exception as err:  # noqa: BLE001
-                    return CallError(GuestFailure("instantiate", f"{type(err).__name__}: {err}"))
-            answer = _engine.run_guarded(instance, score, body)
-            if isinstance(answer, CallError):
-                self._instance = None
-                if answer.fatal is not None:
-                    raise answer.fatal
-            return answer
+    def _ill_formed(
+        self, request: str, tool: str, text: str, ok: bool, prunable: bool, scorer: Any, model: Optional[str], invalid: HostFailure
+    ) -> PruneResult:
+        """A prune input that cannot cross a WIT ``string`` (surrogates). When
+        a cheap gate this host knows fails (pruning off, the call failed, the
+        tool not prunable), the guest answers for a copy whose surrogates are
+        U+FFFD, and the original ``str`` comes back: ``skipped``, no line
+        (SPEC §12). Otherwise the guest is not called: outcome ``failed``,
+        reason ``invalid_text`` / ``invalid_input``, the guest's failure line."""
+        if self.enabled and ok and prunable:
+            return self._host_failure(tool, text, invalid)
+        record = self._input(request, tool, text, ok, prunable, False, scorer, model, cleaned=True)
+        job = self._start(tool, text, scorer, record, len(clean(text).encode("utf-8")))
+        if isinstance(job, PruneResult):
+            return job
+        pruned = self._finish_raw(job, None)
+        if isinstance(pruned, HostFailure):
+            return self._host_failure(tool, text, pruned)
+        if get(pruned, "outcome") != "skipped":  # never: a host-known gate failed
+            return self._host_failure(tool, text, invalid)
+        return self._result(text, pruned)
 
-    def _start_job(self, record: Any) -> Union[_Job, CallError]:
-        def start(instance: Instance) -> _Job:
-            handle = instance.call("[constructor]prune-job", record)
-            raw = instance.call("[method]prune-job.scoring-request", handle)
-            request = None if raw is None else _engine.lift_request(raw)
-            return _Job(instance, handle, request)
+    def _start(self, tool: str, text: str, scorer: Any, record: Any, text_bytes: int) -> Union[_Job, PruneResult]:
+        """``prune-job.new`` and its ``scoring-request``."""
+        limits = self._call_limits(text_bytes)
 
-        return self._call(start, None)  # type: ignore[no-any-return]
+        def replay(i: Instance, l: CallLimits) -> Any:
+            return i.call(l, "[method]prune-job.scoring-request", i.call(l, "[constructor]prune-job", record))
 
-    def _finish_job(self, job: _Job, response: Optional[ScoringResponse]) -> Any:
-        with self._guest:
-            if job.instance is not self._instance:
-                return CallError(GuestFailure("guest_trap", "the instance was discarded while the job waited"))
+        with self._lock:
             try:
-                lowered = None if response is None else _engine.lower_response(response)
-            except Exception as err:  # noqa: BLE001 - a malformed answer is a scorer error
-                self._drop_job(job)
-                return CallError(GuestFailure("scorer_error", f"{type(err).__name__}: {err}"))
+                instance = self._live(limits)
+                handle = instance.call(limits, "[constructor]prune-job", record)
+                request = instance.call(limits, "[method]prune-job.scoring-request", handle)
+                return _Job(tool, text, scorer, record, limits, self._generation, handle, request)
+            except Trapped as err:
+                failure = self._trapped(err, limits, replay)
+        return self._host_failure(tool, text, failure)
 
-            def finish(instance: Instance) -> Any:
-                pruned = instance.call("[method]prune-job.finish", job.handle, lowered)
-                instance.drop(job.handle)
-                return pruned
+    def _stub(self, job: _Job) -> Union[Scored, HostFailure]:
+        """The guest's stub scores for ``job``, on this conversation's
+        instance, passed on as the guest made them (``elapsed-ms`` 0: nothing
+        was waited for)."""
+        with self._lock:
+            try:
+                instance = self._live(job.limits)  # a fresh one if the job's was dropped: the request is a plain value
+                response = instance.call(job.limits, "stub-scores", job.request)
+            except Trapped as err:
+                return self._trapped(err, job.limits, lambda i, l: i.call(l, "stub-scores", job.request))
+        return Scored(get(response, "answers"), get(response, "elapsed-ms"))
 
-            return self._call(finish, None)
+    def _deadline(self, request: ScoringRequest) -> int:
+        ms = request.policy.deadline_ms
+        if self.deadline_cap_ms is not None:
+            ms = min(ms, self.deadline_cap_ms)
+        return ms
 
-    def _drop_job(self, job: _Job) -> None:
-        with self._guest:
-            if job.instance is self._instance:
-                self._call(lambda i: i.drop(job.handle), None)
+    def _score_sync(self, job: _Job, cancel: CancelToken) -> Union[Scored, HostFailure, None]:
+        if job.request is None:
+            return None
+        if job.scorer == STUB:
+            return Scored("cancelled", 0) if cancel.cancelled else self._stub(job)
+        request = _convert.lift_request(job.request)
+        return run_sync(job.scorer, request, cancel, self._deadline(request))
 
-    def _settle(self, tool: str, text: str, seq: int, answer: Any) -> Pruned:
-        if isinstance(answer, CallError):
-            with self._state:
-                self._pending.discard(seq)
-            reason = answer.failure.reason
-            line = f"tool prune: agent={log_label(self.agent)} name={log_label(tool)} outcome=failed reason={reason}"
-            self.log(line)
-            return Pruned(text, text, "failed", None, line, answer.failure)
-        report: Report = _engine.lift_report(answer)
-        with self._state:
-            self._pending.discard(seq)
-            if report.record is not None:
-                self._stored.append(report.record)
-                self._stored_seq.append(seq)
-        if report.log_line is not None:
-            self.log(report.log_line)
-        return Pruned(report.body, text, report.outcome, report, report.log_line)
+    async def _score_async(self, job: _Job, cancel: CancelToken) -> Union[Scored, HostFailure, None]:
+        if job.request is None:
+            return None
+        import asyncio
+
+        if job.scorer == STUB:
+            return Scored("cancelled", 0) if cancel.cancelled else await asyncio.to_thread(self._stub, job)
+        request = _convert.lift_request(job.request)
+        return await run_async(job.scorer, request, cancel, self._deadline(request))
+
+    def _finish_raw(self, job: _Job, scored: Optional[Scored]) -> Any:
+        """``finish`` with the next id; stores the record; writes the guest's
+        line. Returns the raw ``pruned`` record or a :class:`HostFailure`. If
+        the job's instance was dropped while it was being scored, the job is
+        made again on the live one (the guest is deterministic: the same
+        plan), so a trap in one result never fails another."""
+        response = None if scored is None else _convert.lower_response(scored.answers, scored.elapsed_ms)
+        with self._lock:
+            number = self._count + 1
+
+            def replay(i: Instance, l: CallLimits) -> Any:
+                return i.call(l, "[method]prune-job.finish", i.call(l, "[constructor]prune-job", job.input), response, number)
+
+            try:
+                instance = self._live(job.limits)
+                if job.generation != self._generation:
+                    job.handle = instance.call(job.limits, "[constructor]prune-job", job.input)
+                    job.generation = self._generation
+                pruned = instance.call(job.limits, "[method]prune-job.finish", job.handle, response, number)
+                instance.drop(job.limits, job.handle)
+            except Trapped as err:
+                return self._trapped(err, job.limits, replay)
+            stored = get(pruned, "record")
+            if stored is not None:
+                self._count = number
+                self._push(stored)
+            line = get(pruned, "log-line")
+            if line is not None:
+                self.log(line)
+        return pruned
+
+    def _push(self, record: Any) -> None:
+        """Adds a stored result; evicts the oldest past the store's bounds. Caller holds the lock."""
+        key = get(record, "id")
+        old = self._store.pop(key, None)
+        if old is not None:  # pragma: no cover - ids are never reused
+            self._store_chars -= get(old, "chars")
+        self._store[key] = record
+        self._store_chars += get(record, "chars")
+        limits = self.store_limits
+        while self._store and (len(self._store) > limits.max_records or self._store_chars > limits.max_chars):
+            _, oldest = self._store.popitem(last=False)
+            self._store_chars -= get(oldest, "chars")
+
+    def _finish(self, job: _Job, scored: Union[Scored, HostFailure, None]) -> PruneResult:
+        if isinstance(scored, HostFailure):
+            self._discard(job)
+            return self._host_failure(job.tool, job.text, scored)
+        pruned = self._finish_raw(job, scored)
+        if isinstance(pruned, HostFailure):
+            return self._host_failure(job.tool, job.text, pruned)
+        return self._result(job.text, pruned)
+
+    def _discard(self, job: _Job) -> None:
+        """Frees a job that will not be finished."""
+        with self._lock:
+            if job.generation == self._generation and self._instance is not None:
+                try:
+                    self._instance.drop(job.limits, job.handle)
+                except Trapped:
+                    self._instance = None
+
+    def _result(self, text: str, pruned: Any) -> PruneResult:
+        body = get(pruned, "body")
+        stored = get(pruned, "record")
+        shape = get(pruned, "shape")
+        gate = get(pruned, "gate")
+        return PruneResult(
+            body=text if body is None else body,
+            raw=text,
+            outcome=snake(get(pruned, "outcome")),
+            gate=None if gate is None else snake(gate),
+            id=None if stored is None else get(stored, "id"),
+            shape=None if shape is None else snake(shape),
+            counts=_convert.lift_counts(get(pruned, "counts")),
+            ratio=get(pruned, "ratio"),
+            threshold=get(pruned, "threshold"),
+            log_line=get(pruned, "log-line"),
+            served_model=get(pruned, "served-model"),
+            paragraphs=_convert.lift_paragraphs(get(pruned, "paragraphs")),
+            failures=_convert.lift_failures(get(pruned, "failures")),
+        )
+
+    # --- the way back ----------------------------------------------------------------------
+
+    def omitted(self, arguments: Union[str, Mapping[str, Any]]) -> OmittedAnswer:
+        """Answers one call of the model's ``omitted`` tool (SPEC §10):
+        ``arguments`` is the model's JSON text (a mapping is encoded first).
+        ``answer.text`` goes back to the model as the tool result, whatever
+        the outcome. Writes the ``tool omitted:`` line. Never raises on a
+        guest failure: outcome ``failed`` and the guest's "try again" text."""
+        if isinstance(arguments, Mapping):
+            arguments = json.dumps(dict(arguments), ensure_ascii=False)
+        _require_str("arguments", arguments)
+        size = utf8_len(arguments)
+        if size is None:
+            # Surrogates: not JSON text, and a WIT string cannot carry them. An
+            # empty text gets the guest's own `invalid` answer (argument `arguments`).
+            arguments, size = "", 0
+        args = arguments
+        agent = clean(self.agent)
+        failure: Optional[HostFailure] = None
+        with self._lock:
+            limits = self._call_limits(size)
+            found: Any = None
+
+            def replay(i: Instance, l: CallLimits) -> Any:
+                i.call(l, "requested-id", args)
+                return i.call(l, "answer", args, self.lang, agent, found)
+
+            try:
+                instance = self._live(limits)
+                wanted = instance.call(limits, "requested-id", args)
+                found = None if wanted is None else self._store.get(wanted)
+                if found is not None:
+                    limits = self._call_limits(size + 4 * get(found, "chars"))
+                answer = instance.call(limits, "answer", args, self.lang, agent, found)
+            except Trapped as err:
+                failure = self._trapped(err, limits, replay)
+        if failure is not None:
+            return self._omitted_failure(failure)
+        result = OmittedAnswer(outcome=snake(get(answer, "outcome")), text=get(answer, "text"), log_line=get(answer, "log-line"))
+        self.log(result.log_line)
+        return result
+
+    def _omitted_failure(self, failure: HostFailure) -> OmittedAnswer:
+        try:
+            line = self._settings.failure_line("omitted", self.agent, "", failure.reason, failure.limit)
+        except GuestError:
+            line = "tool omitted: outcome=failed reason=instantiate"
+        try:
+            text = self.pruner._stateless(0, "unavailable", self.lang)
+        except GuestError:
+            text = ""
+        self.log(line)
+        return OmittedAnswer(outcome="failed", text=text, log_line=line, failure=failure)
+
+    def omitted_tool(self, dialect: str = "plain", lang: Optional[str] = None) -> Dict[str, Any]:
+        """The ``omitted`` tool definition in ``dialect``'s shape, in the
+        conversation's language unless ``lang`` is given (see :meth:`Pruner.omitted_tool`)."""
+        return self.pruner.omitted_tool(dialect, self.lang if lang is None else lang)
+
+    @property
+    def omitted_tool_name(self) -> str:
+        """The name of the ``omitted`` tool, as the guest defines it."""
+        return self.pruner.omitted_tool_name
 
 
-__all__ = ["LogSink", "Pruner", "Turn", "stderr_log", "THRESHOLDS"]
+class Turn:
+    """One user message in a conversation: its request and cancellation. Made
+    by :meth:`Conversation.turn`."""
+
+    def __init__(self, conversation: Conversation, request: str, cancel: CancelToken) -> None:
+        self.conversation = conversation
+        self.request = request
+        self.cancel_token = cancel
+
+    def cancel(self) -> None:
+        """Cancels the turn: a scorer waiting now stops at once (outcome
+        ``cancelled``, raw text), and later results of this turn are not scored."""
+        self.cancel_token.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_token.cancelled
+
+    def on_tool_result(
+        self,
+        *,
+        tool: str,
+        text: str,
+        ok: bool = True,
+        prunable: bool = False,
+        report: Optional[bool] = None,
+        scorer: Optional[ScorerLike] = None,
+    ) -> PruneResult:
+        """Prunes one tool result, blocking while it is scored. Stores an
+        ``ok`` result and writes the guest's log line. Fails open: on any
+        guest failure the input text comes back, outcome ``failed``.
+
+        ``ok``: the tool call succeeded (error texts are never pruned).
+        ``prunable``: the tool was declared prunable (default not; see
+        :meth:`Pruner.is_prunable`). ``report``: fill ``paragraphs``
+        (default: the conversation's). ``scorer``: this result's scorer
+        (default: the conversation's). Raises :class:`TypeError` when
+        ``text`` or ``tool`` is not a ``str``.
+        """
+        conv = self.conversation
+        job = conv._prepare(self.request, tool, text, ok, prunable, report, scorer)
+        if isinstance(job, PruneResult):
+            return job
+        return conv._finish(job, conv._score_sync(job, self.cancel_token))
+
+    async def on_tool_result_async(
+        self,
+        *,
+        tool: str,
+        text: str,
+        ok: bool = True,
+        prunable: bool = False,
+        report: Optional[bool] = None,
+        scorer: Optional[ScorerLike] = None,
+    ) -> PruneResult:
+        """:meth:`on_tool_result` without blocking the event loop: the guest's
+        steps run in a worker thread (wasmtime releases the GIL while wasm
+        runs) and the scorer is awaited on the loop (its ``score_async``, else
+        its ``score`` in a thread). Several results may be pruned
+        concurrently (``asyncio.gather``). Cancelling the awaiting task
+        finishes the job as ``cancelled`` (its log line is written) and
+        re-raises :class:`asyncio.CancelledError`."""
+        import asyncio
+
+        conv = self.conversation
+        _require_str("text", text)
+        _require_str("tool", tool)
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(conv._prepare, self.request, tool, text, ok, prunable, report, scorer)
+        )
+        try:
+            job = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            starting.add_done_callback(self._finish_started_cancelled)
+            raise
+        if isinstance(job, PruneResult):
+            return job
+        start = time.monotonic()
+        try:
+            scored = await conv._score_async(job, self.cancel_token)
+        except asyncio.CancelledError:
+            self._finish_cancelled(job, elapsed_ms(start))
+            raise
+        # Once finishing, a cancelled task still stores and logs its result.
+        return await asyncio.shield(asyncio.ensure_future(asyncio.to_thread(conv._finish, job, scored)))
+
+    def _finish_started_cancelled(self, started: "asyncio.Future[Any]") -> None:
+        if not started.cancelled() and started.exception() is None:
+            self._finish_cancelled(started.result(), 0)
+
+    def _finish_cancelled(self, job: Any, elapsed: int) -> None:
+        """A task cancelled before its job finished: finish it as ``cancelled``
+        (the log line is written, nothing is stored)."""
+        if isinstance(job, PruneResult):
+            return
+        self.conversation._finish(job, None if job.request is None else Scored("cancelled", elapsed))
+
+
+__all__ = ["Conversation", "LogSink", "Pruner", "Turn", "stderr_log"]

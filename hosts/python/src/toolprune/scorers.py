@@ -1,37 +1,54 @@
-"""Scorers: what answers the guest's scoring request (SPEC §5, §14).
+"""Scorers: what answers the guest's scoring request (SPEC §5, §14), and how
+the host runs them.
 
-A scorer is any object with a ``name`` and ``score(request) -> ScoringResponse``
-(:class:`Scorer`). It may also take a ``cancel`` keyword (a
-:class:`CancelToken`, set when the turn is cancelled), and may offer
-``async score_async(request[, cancel=])`` for the asyncio flavour
-(:class:`AsyncScorer`); without it, ``score`` runs in a worker thread.
+A scorer is any object with a ``name`` (``str``, the log's ``scorer=``) and
+``score(request)`` and/or ``async score_async(request)``, where ``request``
+is a :class:`~toolprune.types.ScoringRequest` (``basis``, ``batches`` each
+with ``paragraphs``, ``chunks`` and ``jev_body``, ``policy``). It answers one
+:class:`~toolprune.types.BatchAnswer` per batch, in order —
+:class:`~toolprune.types.Scores`, :class:`~toolprune.types.JevResponse` or
+:class:`~toolprune.types.Failed` — as a list, or as a
+:class:`~toolprune.types.ScoringResponse` (which may also carry the
+scorer's own ``elapsed_ms`` or a stop). Either method may take a ``cancel``
+keyword: a :class:`CancelToken` set when the turn is cancelled or the
+deadline passes. An optional ``jev_model`` attribute names the model the
+guest writes in Jev bodies.
 
-Here: :class:`OfflineScorer` (the guest's own BM25 scorer: no call at all),
-:class:`StubScorer` (word overlap, for tests) and :class:`ScriptedScorer`
-(fixed answers, for tests). The Jev transport is :class:`toolprune.jev.JevScorer`.
+The host, not the scorer, enforces the policy's deadline and cancellation
+(:func:`run_sync`, :func:`run_async`), for every scorer: past the deadline
+the result is ``timeout`` (finished batches discarded), a cancelled turn is
+``cancelled`` (cancellation wins), and a scorer that raises or answers
+something that is not an answer is a scorer failure: every batch
+``failed(network)``, and the guest writes the ``failed`` line.
+
+Built in: ``"offline"`` (the guest's own BM25 scorer: no request at all),
+``"stub"`` (word overlap, the guest's ``stub-scores``: tests and demos, not
+a relevance model), :class:`ScriptedScorer` (fixed answers, for tests) and
+:class:`toolprune.jev.JevScorer` (``"jev"``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Protocol, Set, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Union, runtime_checkable
 
-from .types import (
-    BatchAnswer,
-    Failed,
-    JevResponse,
-    Scores,
-    ScoringRequest,
-    ScoringResponse,
-    Stop,
-)
+if TYPE_CHECKING:  # imported where used: asyncio alone costs ~0.1 s of a CLI's cold start
+    import asyncio
+    import concurrent.futures
+
+from ._convert import lower_answer, u32
+from .types import BatchAnswer, Failed, JevResponse, Scores, ScoringRequest, ScoringResponse
+
+OFFLINE = "offline"
+"""The guest's offline lexical scorer (``scorer-choice::offline``)."""
+STUB = "stub"
+"""The guest's word-overlap stub, answered through ``pruner.stub-scores``."""
 
 
 class CancelToken:
-    """Set once, from any thread: the turn was cancelled (SPEC §11).
+    """Set once, from any thread: stop scoring (SPEC §11).
 
     Scorers that wait check :attr:`cancelled`, block on :meth:`wait`, or
     register a callback with :meth:`on_cancel`.
@@ -75,16 +92,19 @@ class CancelToken:
         callback()
         return lambda: None
 
-    def future(self, loop: asyncio.AbstractEventLoop) -> "asyncio.Future[None]":
+    def future(self, loop: "asyncio.AbstractEventLoop") -> "asyncio.Future[None]":
         """An asyncio future of ``loop`` that completes when cancelled."""
-        fut: asyncio.Future[None] = loop.create_future()
+        fut: "asyncio.Future[None]" = loop.create_future()
 
         def wake() -> None:
             def settle() -> None:
                 if not fut.done():
                     fut.set_result(None)
 
-            loop.call_soon_threadsafe(settle)
+            try:
+                loop.call_soon_threadsafe(settle)
+            except RuntimeError:  # the loop is closed
+                pass
 
         remove = self.on_cancel(wake)
         fut.add_done_callback(lambda _f: remove())
@@ -93,13 +113,12 @@ class CancelToken:
 
 @runtime_checkable
 class Scorer(Protocol):
-    """Answers the guest's scoring requests: one call per tool result,
-    carrying every batch. Measures ``elapsed_ms`` itself (the log's ``ms=``)."""
+    """A blocking scorer (see the module docstring)."""
 
     @property
     def name(self) -> str: ...
 
-    def score(self, request: ScoringRequest) -> ScoringResponse: ...
+    def score(self, request: ScoringRequest) -> Union[ScoringResponse, List[BatchAnswer]]: ...
 
 
 @runtime_checkable
@@ -109,81 +128,207 @@ class AsyncScorer(Protocol):
     @property
     def name(self) -> str: ...
 
-    async def score_async(self, request: ScoringRequest) -> ScoringResponse: ...
+    async def score_async(self, request: ScoringRequest) -> Union[ScoringResponse, List[BatchAnswer]]: ...
 
 
-def _elapsed_ms(since: float) -> int:
-    return min(int((time.monotonic() - since) * 1000), 0xFFFF_FFFF)
+def check_scorer(scorer: Any) -> Any:
+    """``scorer`` if it is ``"offline"``, ``"stub"`` or a scorer object;
+    :class:`ValueError` for another name, :class:`TypeError` for another object."""
+    if isinstance(scorer, str):
+        if scorer in (OFFLINE, STUB):
+            return scorer
+        raise ValueError(f"unknown scorer {scorer!r}: use 'offline', 'stub', 'jev' or a scorer object")
+    name = getattr(scorer, "name", None)
+    if not isinstance(name, str) or not (
+        callable(getattr(scorer, "score", None)) or callable(getattr(scorer, "score_async", None))
+    ):
+        raise TypeError("a scorer needs a `name` (str) and a `score(request)` or `score_async(request)` method")
+    return scorer
 
 
-class OfflineScorer:
-    """The guest's offline lexical scorer (BM25 over the document's own
-    paragraphs, compiled into the component): the guest never calls the
-    ``scorer`` import, nothing leaves the machine, and every host gives the
-    same bytes. ``calls=0``, ``jev_tokens=0`` in the log."""
-
-    name = "offline"
-    choice = "offline"
-    """Tells the turn to pass ``scorer-choice::offline`` to the guest."""
-
-    def score(self, request: ScoringRequest) -> ScoringResponse:
-        """Never called for an offline choice; answers like a scorer that could
-        not score, so a misuse fails open."""
-        return ScoringResponse.answered([Failed.network() for _ in request.batches], 0)
+def scorer_name(scorer: Any) -> Optional[str]:
+    """The ``host(name)`` label, or None for the offline scorer."""
+    if scorer == OFFLINE:
+        return None
+    if scorer == STUB:
+        return STUB
+    return scorer.name  # type: ignore[no-any-return]
 
 
-# A maximal run of characters for which str.isalnum() holds: ``\w`` of a str
-# pattern is exactly ``str.isalnum() or "_"`` (CPython's _PyUnicode_IsAlpha,
-# IsDecimalDigit, IsDigit, IsNumeric), so ``[^\W_]`` is ``str.isalnum()``.
-# Rust's char::is_alphanumeric is Alphabetic || Numeric; str.isalnum is the
-# closest the standard library has (it misses combining marks).
-_WORD = re.compile(r"[^\W_]+")
+def _takes_cancel(fn: Any) -> bool:
+    import inspect
+
+    try:
+        return "cancel" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
-class StubScorer:
-    """**A stub, not a relevance model.** Deterministic, offline: scores a
-    paragraph by the words it shares with the basis (the Rust host's
-    ``StubScorer``).
+# --- running a scorer under the host's deadline -------------------------------------
 
-    Words are maximal runs of alphanumeric characters, lowercased, of at least
-    4 characters. With ``B`` the basis's distinct words and ``share`` the part
-    of ``B`` that occurs in the chunk, the score is ``min(1, 2 × share)``; a
-    basis without such words leaves every paragraph unscored (kept).
-    """
 
-    name = "stub"
+@dataclass(frozen=True)
+class Scored:
+    """What the host hands ``finish``: the WIT ``answers`` value (a list of
+    lowered batch answers, or a stop name) and the elapsed ms."""
 
-    @staticmethod
-    def words(text: str) -> Set[str]:
-        return {w.lower() for w in _WORD.findall(text) if len(w) >= 4}
+    answers: Any
+    elapsed_ms: int
 
-    @classmethod
-    def score_chunk(cls, basis: str, chunk: str) -> Optional[float]:
-        """The stub's score of one chunk against a basis, in [0, 1], or None."""
-        return cls._score_words(cls.words(basis), chunk)
 
-    @classmethod
-    def _score_words(cls, basis: Set[str], chunk: str) -> Optional[float]:
-        if not basis:
-            return None
-        words = cls.words(chunk)
-        shared = len(basis & words)
-        return min(1.0, 2.0 * shared / len(basis))
+def elapsed_ms(since: float) -> int:
+    return u32(int((time.monotonic() - since) * 1000))
 
-    def score(self, request: ScoringRequest) -> ScoringResponse:
-        start = time.monotonic()
-        basis = self.words(request.basis)
-        answers: List[BatchAnswer] = [
-            Scores([self._score_words(basis, chunk) for chunk in batch.chunks])
-            for batch in request.batches
-        ]
-        return ScoringResponse.answered(answers, _elapsed_ms(start))
+
+def network_failure(request: ScoringRequest, elapsed: int) -> Scored:
+    """A scorer failure: every batch ``failed(network)``."""
+    return Scored([None] * len(request.batches), elapsed)
+
+
+def convert(request: ScoringRequest, value: Any, elapsed: int) -> Scored:
+    """A scorer's return value as the WIT answer; anything that is not one
+    (another type, a malformed answer, not one answer per batch) is a scorer
+    failure."""
+    try:
+        if isinstance(value, ScoringResponse):
+            own = elapsed if value.elapsed_ms is None else u32(value.elapsed_ms)
+            if value.stop is not None:
+                if value.stop not in ("timeout", "cancelled"):
+                    raise ValueError(f"not a scoring stop: {value.stop!r}")
+                return Scored(value.stop, own)
+            if value.answers is None:
+                raise ValueError("a ScoringResponse needs answers or a stop")
+            answers, elapsed = value.answers, own
+        elif isinstance(value, (list, tuple)):
+            answers = list(value)
+        else:
+            raise TypeError(f"a scorer must return a list of answers or a ScoringResponse, not {type(value).__name__}")
+        if len(answers) != len(request.batches):
+            raise ValueError(f"{len(answers)} answers for {len(request.batches)} batches")
+        return Scored([lower_answer(a) for a in answers], elapsed)
+    except (TypeError, ValueError):
+        return network_failure(request, elapsed)
+
+
+def _start_daemon(fn: Callable[[], Any]) -> "concurrent.futures.Future[Any]":
+    """Runs ``fn`` in a daemon thread (a hung scorer never holds the process
+    or an event loop's executor open). Its outcome as a future."""
+    import concurrent.futures
+
+    fut: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+
+    def work() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(fn())
+        except BaseException as err:  # noqa: BLE001 - reported to the waiting side
+            fut.set_exception(err)
+
+    threading.Thread(target=work, name="toolprune-scorer", daemon=True).start()
+    return fut
+
+
+def _blocking_call(scorer: Any, request: ScoringRequest, stop: CancelToken) -> Callable[[], Any]:
+    score = scorer.score
+    if _takes_cancel(score):
+        return lambda: score(request, cancel=stop)
+    return lambda: score(request)
+
+
+def run_sync(scorer: Any, request: ScoringRequest, cancel: CancelToken, deadline_ms: int) -> Scored:
+    """Runs a scorer object from a blocking caller: the scorer runs in a
+    daemon thread, the caller waits for its answer, the deadline or the
+    cancellation, whichever comes first. A scorer with only ``score_async``
+    runs on a private event loop in that thread."""
+    start = time.monotonic()
+    if cancel.cancelled:
+        return Scored("cancelled", 0)
+    stop = CancelToken()  # told to the scorer at the deadline or on cancellation
+    if callable(getattr(scorer, "score", None)):
+        call = _blocking_call(scorer, request, stop)
+    else:
+        import asyncio
+
+        call = lambda: asyncio.run(_async_call(scorer, request, stop))  # noqa: E731
+    wake = threading.Event()
+    unlink = cancel.on_cancel(wake.set)
+    fut = _start_daemon(call)
+    fut.add_done_callback(lambda _f: wake.set())
+    try:
+        wake.wait(max(deadline_ms / 1000.0 - (time.monotonic() - start), 0.0))
+    finally:
+        unlink()
+    elapsed = elapsed_ms(start)
+    if cancel.cancelled:  # cancellation wins, also over an answer in the same instant
+        stop.cancel()
+        return Scored("cancelled", elapsed)
+    if not fut.done():
+        stop.cancel()
+        return Scored("timeout", elapsed)
+    if fut.exception() is not None:
+        return network_failure(request, elapsed)
+    return convert(request, fut.result(), elapsed)
+
+
+async def _async_call(scorer: Any, request: ScoringRequest, stop: CancelToken) -> Any:
+    score_async = scorer.score_async
+    if _takes_cancel(score_async):
+        return await score_async(request, cancel=stop)
+    return await score_async(request)
+
+
+async def run_async(scorer: Any, request: ScoringRequest, cancel: CancelToken, deadline_ms: int) -> Scored:
+    """Runs a scorer object on the event loop: ``score_async`` when it has
+    one, else ``score`` in a daemon thread. Waits for the answer, the
+    deadline or the cancellation. Cancelling the awaiting task stops the
+    scorer and re-raises."""
+    import asyncio
+
+    start = time.monotonic()
+    if cancel.cancelled:
+        return Scored("cancelled", 0)
+    loop = asyncio.get_running_loop()
+    stop = CancelToken()
+    if callable(getattr(scorer, "score_async", None)):
+        task: "asyncio.Future[Any]" = asyncio.ensure_future(_async_call(scorer, request, stop))
+    else:
+        task = asyncio.wrap_future(_start_daemon(_blocking_call(scorer, request, stop)), loop=loop)
+    cancelled = cancel.future(loop)
+    try:
+        await asyncio.wait(
+            {task, cancelled},
+            timeout=max(deadline_ms / 1000.0 - (time.monotonic() - start), 0.0),
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+    except asyncio.CancelledError:
+        stop.cancel()
+        task.cancel()
+        raise
+    finally:
+        if not cancelled.done():
+            cancelled.cancel()
+    elapsed = elapsed_ms(start)
+    if cancel.cancelled:
+        stop.cancel()
+        task.cancel()
+        return Scored("cancelled", elapsed)
+    if not task.done():
+        stop.cancel()
+        task.cancel()
+        return Scored("timeout", elapsed)
+    if task.cancelled() or task.exception() is not None:
+        return network_failure(request, elapsed)
+    return convert(request, task.result(), elapsed)
+
+
+# --- a scorer for tests ----------------------------------------------------------------
 
 
 class ScriptedScorer:
-    """A scripted scorer for tests: fixed answers, recorded requests (the
-    Rust host's ``ScriptedScorer``). Chain the setters; batches are counted
-    from 0 in the order of ``request.batches``. ``name`` is ``"scripted"``."""
+    """A scripted scorer for tests: fixed answers, recorded requests. Chain
+    the setters; batches are counted from 0 in the order of
+    ``request.batches``. ``name`` is ``"scripted"``."""
 
     name = "scripted"
 
@@ -192,8 +337,9 @@ class ScriptedScorer:
         self._scores: Dict[int, Optional[float]] = {}
         self._batches: Dict[int, BatchAnswer] = {}
         self._delay = 0.0
-        self._stop: Optional[Stop] = None
+        self._stop: Optional[str] = None
         self._elapsed_ms: Optional[int] = None
+        self._raise: Optional[BaseException] = None
         self._lock = threading.Lock()
         self._seen: List[ScoringRequest] = []
 
@@ -202,18 +348,14 @@ class ScriptedScorer:
         self._default = score
         return self
 
-    def score_paragraph(self, paragraph: int, score: float) -> "ScriptedScorer":
-        """Paragraph ``paragraph`` scores ``score`` (values outside [0, 1] are passed on)."""
+    def score_paragraph(self, paragraph: int, score: Optional[float]) -> "ScriptedScorer":
+        """Paragraph ``paragraph`` scores ``score`` (values outside [0, 1] are passed on; None: not scored)."""
         self._scores[paragraph] = score
         return self
 
-    def scores(self, paragraphs: "list[int] | range", score: float) -> "ScriptedScorer":
+    def scores(self, paragraphs: "list[int] | range", score: Optional[float]) -> "ScriptedScorer":
         for p in paragraphs:
             self._scores[p] = score
-        return self
-
-    def unscored(self, paragraph: int) -> "ScriptedScorer":
-        self._scores[paragraph] = None
         return self
 
     def fail_batch(self, batch: int, failure: Failed) -> "ScriptedScorer":
@@ -225,17 +367,23 @@ class ScriptedScorer:
         return self
 
     def delay(self, seconds: float) -> "ScriptedScorer":
-        """Sleep this long before answering (a real wait on the calling thread)."""
+        """Wait this long before answering (``time.sleep`` / ``asyncio.sleep``)."""
         self._delay = seconds
         return self
 
-    def stop(self, stop: Stop) -> "ScriptedScorer":
+    def stop(self, stop: str) -> "ScriptedScorer":
+        """Answer with this stop (``timeout`` / ``cancelled``) instead of batch answers."""
         self._stop = stop
         return self
 
-    def elapsed_ms(self, ms: int) -> "ScriptedScorer":
-        """Report this ``elapsed_ms`` instead of the measured wall time."""
+    def elapsed_ms(self, ms: Optional[int]) -> "ScriptedScorer":
+        """Report this ``elapsed_ms`` (None: let the host measure)."""
         self._elapsed_ms = ms
+        return self
+
+    def raises(self, error: BaseException) -> "ScriptedScorer":
+        """Raise ``error`` instead of answering."""
+        self._raise = error
         return self
 
     @property
@@ -249,10 +397,12 @@ class ScriptedScorer:
         with self._lock:
             return len(self._seen)
 
-    def _answer(self, request: ScoringRequest, start: float) -> ScoringResponse:
-        elapsed = self._elapsed_ms if self._elapsed_ms is not None else _elapsed_ms(start)
+    def answer(self, request: ScoringRequest) -> ScoringResponse:
+        """The scripted answer to ``request``, without waiting or recording."""
+        if self._raise is not None:
+            raise self._raise
         if self._stop is not None:
-            return ScoringResponse.stopped(self._stop, elapsed)
+            return ScoringResponse.stopped(self._stop, self._elapsed_ms)
         answers: List[BatchAnswer] = []
         for i, batch in enumerate(request.batches):
             scripted = self._batches.get(i)
@@ -260,31 +410,31 @@ class ScriptedScorer:
                 answers.append(scripted)
             else:
                 answers.append(Scores([self._scores.get(p, self._default) for p in batch.paragraphs]))
-        return ScoringResponse.answered(answers, elapsed)
+        return ScoringResponse.answered(answers, self._elapsed_ms)
 
     def score(self, request: ScoringRequest) -> ScoringResponse:
-        start = time.monotonic()
         with self._lock:
             self._seen.append(request)
         if self._delay > 0:
             time.sleep(self._delay)
-        return self._answer(request, start)
+        return self.answer(request)
 
     async def score_async(self, request: ScoringRequest) -> ScoringResponse:
         """Like :meth:`score`, but the delay is an ``asyncio.sleep``."""
-        start = time.monotonic()
+        import asyncio
+
         with self._lock:
             self._seen.append(request)
         if self._delay > 0:
             await asyncio.sleep(self._delay)
-        return self._answer(request, start)
+        return self.answer(request)
 
 
 __all__ = [
     "AsyncScorer",
     "CancelToken",
-    "OfflineScorer",
+    "OFFLINE",
+    "STUB",
     "Scorer",
     "ScriptedScorer",
-    "StubScorer",
 ]

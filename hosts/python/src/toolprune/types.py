@@ -1,46 +1,39 @@
-"""The WIT types of ``toolprune:pruner@0.1.0`` as plain Python dataclasses.
+"""The values of ``toolprune:pruner@0.2`` as plain Python dataclasses.
 
-Names follow Python style (``raw_chars`` for ``raw-chars``); enum values
-follow SPEC §7/§10/§12 as the log lines write them (``no_basis``,
-``json_wrapper``, ``not_dropped``). Every number here was counted by the
-guest: the host never counts characters.
+Field names follow Python style (``raw_chars`` for ``raw-chars``). Enum
+values are the WIT case names converted generically (:func:`snake`:
+``no-basis`` → ``no_basis``, ``json-wrapper`` → ``json_wrapper``), which is
+how the guest's log lines write them. No name list lives in this package:
+the component's types are the only list. Every number here was
+counted by the guest: the host never counts characters.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import List, Literal, Optional, Tuple, Union
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple, Union
 
-Lang = Literal["ja", "en"]
-"""Language of markers, ``omitted`` texts and the tool description."""
-
-Outcome = Literal[
-    "ok",
-    "structured",
-    "no_basis",
-    "all_dropped",
-    "nothing_dropped",
-    "below_floor",
-    "timeout",
-    "failed",
-    "cancelled",
-]
-"""The nine outcomes of SPEC §7 and §11."""
-
-Shape = Literal["text", "json_wrapper", "json_array"]
-Fate = Literal["kept", "dropped", "unscored", "fixed"]
-OmittedOutcome = Literal["ok", "not_dropped", "not_found", "too_large", "invalid"]
-ParagraphKind = Literal["scored", "fixed"]
-Stop = Literal["timeout", "cancelled"]
-"""Why scoring stopped before every batch answered (SPEC §11)."""
+Lang = str
+"""Language of markers, ``omitted`` answers and the tool description: a case
+of the WIT ``lang`` enum (``en``, ``ja``)."""
 
 
-# --- the scorer import -------------------------------------------------------
+def snake(name: str) -> str:
+    """A WIT enum case as this package names it: ``no-basis`` → ``no_basis``."""
+    return name.replace("-", "_")
+
+
+def kebab(name: str) -> str:
+    """The WIT enum case of a name of this package: ``guest_trap`` → ``guest-trap``."""
+    return name.replace("_", "-")
+
+
+# --- scoring ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Batch:
-    """One batch to score: up to 16 paragraphs and 12,000 characters."""
+    """One batch to score: up to 16 paragraphs and 12,000 characters (SPEC §4.6)."""
 
     paragraphs: List[int]
     """Paragraph numbers (0-based) of the batch, in order."""
@@ -52,40 +45,34 @@ class Batch:
 
 @dataclass(frozen=True)
 class TransportPolicy:
-    """How the host must run the batches. The numbers are the guest's."""
+    """How to run the batches; the guest's numbers."""
 
     max_in_flight: int
+    """Requests in flight at most."""
     deadline_ms: int
-    max_retries: int
-    retry_on: List[Tuple[int, int]]
-    """Inclusive status ranges that may be retried (429, 500–599)."""
-    retry_backoff_ms: int
-    """Wait before a retry without a usable ``Retry-After`` (ms; the guest's number)."""
-
-    def retryable(self, status: int) -> bool:
-        """Whether ``status`` is in one of the ``retry_on`` ranges."""
-        return any(lo <= status <= hi for lo, hi in self.retry_on)
+    """Deadline for the whole result, in ms (enforced by the host for every scorer)."""
 
 
 @dataclass(frozen=True)
 class ScoringRequest:
-    """Everything the scorer needs for one tool result (one call per result)."""
+    """Everything a scorer needs for one tool result (one request per result)."""
 
     basis: str
+    """The first 2,000 characters of the turn's request (SPEC §3)."""
     batches: List[Batch]
     policy: TransportPolicy
 
 
 @dataclass(frozen=True)
 class Scores:
-    """Scores in [0, 1] per paragraph of the batch, in order; ``None`` = not scored."""
+    """Scores in [0, 1] per paragraph of the batch, in order; ``None`` = not scored (kept)."""
 
     values: List[Optional[float]]
 
 
 @dataclass(frozen=True)
 class JevResponse:
-    """A 2xx response body of Jev (bare or Cloudflare envelope), for the guest to decode."""
+    """A 2xx Jev response body (bare or in the Cloudflare envelope), for the guest to decode."""
 
     body: str
 
@@ -111,23 +98,28 @@ BatchAnswer = Union[Scores, JevResponse, Failed]
 
 @dataclass(frozen=True)
 class ScoringResponse:
-    """One answer per batch (same order), or a stop; and the scoring wall time."""
+    """A scorer's answer: one answer per batch (same order), or a stop.
+
+    ``elapsed_ms``: the scorer's own measure of its wall time, for the log's
+    ``ms=``; ``None`` (the default) lets the host measure it. A scorer may
+    also return the list of answers alone."""
 
     answers: Optional[List[BatchAnswer]]
     """``None`` exactly when ``stop`` is set."""
-    elapsed_ms: int
-    stop: Optional[Stop] = None
+    elapsed_ms: Optional[int] = None
+    stop: Optional[str] = None
+    """``timeout`` or ``cancelled`` (WIT ``scoring-stop``)."""
 
     @classmethod
-    def answered(cls, answers: List[BatchAnswer], elapsed_ms: int) -> "ScoringResponse":
+    def answered(cls, answers: List[BatchAnswer], elapsed_ms: Optional[int] = None) -> "ScoringResponse":
         return cls(list(answers), elapsed_ms, None)
 
     @classmethod
-    def stopped(cls, stop: Stop, elapsed_ms: int) -> "ScoringResponse":
+    def stopped(cls, stop: str, elapsed_ms: Optional[int] = None) -> "ScoringResponse":
         return cls(None, elapsed_ms, stop)
 
 
-# --- the pruner export ---------------------------------------------------------
+# --- pruning ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -136,19 +128,26 @@ class Counts:
 
     raw_chars: int
     kept_chars: int
+    """Characters of the body the model receives (markers included)."""
     paragraphs: int
     dropped: int
+    """Paragraphs below the threshold (also when the floor kept them)."""
     calls: int
+    """Scorer calls that answered; 0 for the offline scorer."""
     jev_tokens: int
-    ms: int
+    ms: Optional[int]
+    """Scoring wall time in ms; None when no host scorer answered (not measured)."""
 
 
 @dataclass(frozen=True)
 class ParagraphReport:
+    """One paragraph (or array element), in the opt-in report."""
+
     index: int
     chars: int
     score: Optional[float]
-    fate: Fate
+    fate: str
+    """``kept``, ``dropped``, ``unscored`` or ``fixed``."""
 
 
 @dataclass(frozen=True)
@@ -158,153 +157,203 @@ class BatchFailure:
     batch: int
     status: Optional[int]
     klass: str
-    """``http-4xx``, ``http-5xx``, ``rate-limited``, ``out-of-credit``,
-    ``network``, ``undecodable``, ``no-answer`` (WIT field ``class``)."""
+    """The guest's failure class (``http_4xx``, ``http_5xx``, ``http_other``,
+    ``rate_limited``, ``out_of_credit``, ``network``, ``undecodable``,
+    ``no_answer``, …; WIT field ``class``)."""
+
+
+@dataclass(frozen=True)
+class DroppedUnit:
+    index: int
+    text: str
 
 
 @dataclass(frozen=True)
 class StoredResult:
-    """What ``omitted`` needs later in the turn: memory only."""
+    """A stored result as the guest made it (SPEC §10), read-only."""
 
     id: str
-    text: str
-    dropped: List[int]
+    shape: str
+    units: int
+    chars: int
+    """Characters of the dropped units: what the record weighs in the store."""
+    dropped: List[DroppedUnit]
 
 
 @dataclass(frozen=True)
-class Report:
-    """The guest's full answer for one tool result (WIT ``pruned``)."""
-
-    body: str
-    raw: str
-    outcome: Outcome
-    shape: Optional[Shape]
-    counts: Counts
-    ratio: Optional[float]
-    threshold: float
-    log_line: Optional[str]
-    record: Optional[StoredResult]
-    paragraphs: List[ParagraphReport]
-    failures: List[BatchFailure]
-
-
-@dataclass(frozen=True)
-class GuestFailure:
+class HostFailure:
     """Why the guest gave no answer; the host then fails open (SPEC §11)."""
 
     reason: str
-    """``instantiate``, ``guest_trap`` (trap, panic, fuel or memory limit,
-    an instance discarded under a pending job), ``scorer_error`` (the
-    Python scorer raised), ``invalid_text`` (the tool result text holds
-    surrogate code points, e.g. from ``errors="surrogateescape"``: it cannot
-    cross the WIT ``string``, so the guest was not called) or
-    ``invalid_input`` (the same for the request, tool name, agent, scorer name
-    or Jev model)."""
+    """``guest_trap`` (trap, panic, resource limit, failed instantiation),
+    ``invalid_text`` (the result text holds surrogate code points, e.g. from
+    ``errors="surrogateescape"``: it cannot cross a WIT ``string``, the
+    guest was not called) or ``invalid_input`` (the same for the request,
+    tool name, agent, scorer name or Jev model)."""
+    limit: Optional[str]
+    """``fuel`` when fuel ran out; else None (this host cannot tell a memory
+    limit from another trap)."""
     message: str
-    """wasmtime's or the scorer's message, for diagnosis. Carries no document text."""
-
-
-class GuestError(Exception):
-    """Raised by calls that cannot fail open (``omitted``, inspection)."""
-
-    def __init__(self, failure: GuestFailure) -> None:
-        super().__init__(f"{failure.reason}: {failure.message}")
-        self.failure = failure
+    """For diagnosis: wasmtime's message or what was ill-formed. Never document text."""
 
 
 @dataclass(frozen=True)
-class Pruned:
-    """What the host hands the model (``body``) and its repeat detector (``raw``)."""
+class PruneResult:
+    """What one tool result became: the same shape in every host."""
 
     body: str
-    """The pruned body, or the raw text byte for byte."""
+    """The string the model receives: the pruned body, or the input ``str``
+    itself (the very same object) when nothing changed."""
     raw: str
-    """The raw text, for repeat detection (SPEC §11)."""
-    outcome: Outcome
-    """The guest's outcome, or ``failed`` when the guest gave no answer."""
-    report: Optional[Report]
-    """The guest's full answer (counts, paragraphs, failures); ``None`` when it failed."""
+    """The input text, for repeat detection (SPEC §11)."""
+    outcome: str
+    """``ok``, ``skipped``, ``structured``, ``no_basis``, ``all_dropped``,
+    ``nothing_dropped``, ``below_floor``, ``timeout``, ``failed``, ``cancelled``."""
+    gate: Optional[str]
+    """For ``skipped``: ``disabled``, ``tool_failed``, ``not_prunable`` or ``too_short``."""
+    id: Optional[str]
+    """The stored id (``P3``) when the outcome is ``ok`` and something was stored."""
+    shape: Optional[str]
+    """``text``, ``json_wrapper``, ``json_array``, or None (not split)."""
+    counts: Optional[Counts]
+    """None on a host failure (the guest gave no answer)."""
+    ratio: Optional[float]
+    threshold: Optional[float]
+    """The threshold in effect; None on a host failure (the guest gave no answer)."""
     log_line: Optional[str]
-    """The ``tool prune:`` line written for this result, if any."""
-    failure: Optional[GuestFailure] = None
-    """Why the guest gave no answer (then ``body == raw``, outcome ``failed``)."""
-
-    @property
-    def id(self) -> Optional[str]:
-        """``P1``, ``P2``, … when the result went into the turn store."""
-        if self.report is not None and self.report.record is not None:
-            return self.report.record.id
-        return None
+    """The line written to the log sink for this result (None for ``skipped``)."""
+    served_model: Optional[str]
+    """The model Jev said it ran, if any batch answered."""
+    paragraphs: List[ParagraphReport] = field(default_factory=list)
+    """One per paragraph when the report was asked for (``report=True``), else empty."""
+    failures: List[BatchFailure] = field(default_factory=list)
+    failure: Optional[HostFailure] = None
+    """Set when the host could not get a guest answer (then ``body is raw``)."""
 
 
 @dataclass(frozen=True)
-class OmittedResult:
-    """The ``omitted`` tool's answer (SPEC §10)."""
+class OmittedAnswer:
+    """The answer to one call of the model's ``omitted`` tool (SPEC §10):
+    ``text`` goes back to the model as the tool result, whatever the outcome."""
 
-    outcome: OmittedOutcome
+    outcome: str
+    """``ok``, ``not_dropped``, ``not_found``, ``too_large``, ``invalid``; or
+    ``failed`` when the guest could not answer (``text`` then asks the model
+    to try again)."""
     text: str
-    """The dropped paragraphs verbatim (``ok``), or the explanation for the model."""
     log_line: str
+    failure: Optional[HostFailure] = None
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """The ``omitted`` tool as presented to the model."""
-
-    name: str
-    description: str
-    input_schema: str
-    """JSON Schema of the arguments, as a JSON text."""
-
-
-@dataclass(frozen=True)
-class ParagraphInfo:
-    """One paragraph as pruning splits the text: spans are ``[start, end)``."""
+class UnitInfo:
+    """One unit as pruning splits a text: spans are ``[start, end)``."""
 
     index: int
     byte_start: int
     byte_end: int
     char_start: int
     char_end: int
-    kind: ParagraphKind
+    kind: str
+    """``scored`` (sent to the scorer), ``fixed`` (over 6,000 characters: kept,
+    never sent) or ``blank`` (no visible character)."""
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """How pruning would split a text (SPEC §14's inspection call)."""
+
+    shape: Optional[str]
+    """None: JSON that is neither a wrapper nor a prunable array (``structured``)."""
+    wrapper_span: Optional[Tuple[int, int]]
+    """For a wrapper: its string literal's byte span in the raw text, quotes included."""
+    units: List[UnitInfo]
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one instance, applied to every call into the guest."""
+    """Overrides of the guest's per-call limits (``settings.call-limits-for``):
+    each field left None keeps the guest's number. For tests and for hosts
+    that must be stricter; never needed otherwise."""
 
-    memory_bytes: int = 256 << 20
-    """Largest linear memory of the instance (default 256 MiB)."""
-    fuel: int = 20_000_000_000
-    """Fuel given to each export call (≈ one unit per wasm instruction)."""
+    memory_bytes: Optional[int] = None
+    """Linear memory of an instance at most."""
+    fuel: Optional[int] = None
+    """Fuel for each call into the guest."""
+
+
+# --- configuration --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JevEndpoint:
+    """Where Jev answers (WIT ``settings.jev-endpoint``)."""
+
+    route: str
+    url: str
+    model: Optional[str]
+    loopback: bool
+    """The URL's host is loopback: no proxy."""
+
+
+@dataclass(frozen=True)
+class StoreLimits:
+    """Bounds of a conversation's store (SPEC §10)."""
+
+    max_records: int
+    max_chars: int
+    max_age_s: int
+
+
+@dataclass(frozen=True)
+class Config:
+    """The resolved configuration: defaults < config file < environment."""
+
+    enabled: bool
+    threshold: float
+    lang: str
+    jev: Union[JevEndpoint, str]
+    """The endpoint, or (a ``str``) why it is incomplete."""
+    token_variable: str
+    """The environment variable holding the API token (the host reads it; never the guest)."""
+    prunable: List[str]
+    store: StoreLimits
+    proxy_basis: str
+
+
+class GuestError(Exception):
+    """A call that cannot fail open gave no answer (inspection, settings)."""
+
+    def __init__(self, failure: HostFailure) -> None:
+        super().__init__(f"{failure.reason}: {failure.message}")
+        self.failure = failure
 
 
 __all__ = [
-    "Lang",
-    "Outcome",
-    "Shape",
-    "Fate",
-    "OmittedOutcome",
-    "ParagraphKind",
-    "Stop",
     "Batch",
-    "TransportPolicy",
-    "ScoringRequest",
-    "Scores",
-    "JevResponse",
-    "Failed",
     "BatchAnswer",
-    "ScoringResponse",
-    "Counts",
-    "ParagraphReport",
     "BatchFailure",
-    "StoredResult",
-    "Report",
-    "GuestFailure",
+    "Config",
+    "Counts",
+    "DroppedUnit",
+    "Failed",
     "GuestError",
-    "Pruned",
-    "OmittedResult",
-    "ToolSpec",
-    "ParagraphInfo",
+    "HostFailure",
+    "Inspection",
+    "JevEndpoint",
+    "JevResponse",
+    "Lang",
     "Limits",
+    "OmittedAnswer",
+    "ParagraphReport",
+    "PruneResult",
+    "Scores",
+    "ScoringRequest",
+    "ScoringResponse",
+    "StoreLimits",
+    "StoredResult",
+    "TransportPolicy",
+    "UnitInfo",
+    "kebab",
+    "snake",
 ]

@@ -1,0 +1,174 @@
+"""Pruner.load: the contract version check (every `toolprune:pruner/*`
+export must be 0.2.x, else a clear error naming both versions, before any
+instance exists) and the disk cache of the compiled component (issue 14):
+keyed by the .wasm's SHA-256 and the wasmtime-py version, the serialized
+bytes' SHA-256 beside them checked before deserializing, a corrupt or
+foreign entry ignored and rewritten, atomic writes, compiling in memory
+when the cache cannot be used."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from toolprune import ComponentError, Pruner, default_cache_dir
+from toolprune import _engine
+
+from conftest import REQUEST, Log, note_text
+
+WASM = _engine.find_component()
+
+
+def component_exporting(tmp_path: Path, *names: str) -> Path:
+    """A real (tiny) component whose exports carry these names: what an
+    older or newer toolprune looks like to the version check."""
+    exports = " ".join(f'(export "{n}" (instance $i))' for n in names)
+    path = tmp_path / "other.wasm"
+    path.write_text(f"(component (instance $i) {exports})", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "names, found",
+    [
+        (["toolprune:pruner/pruner@0.1.0", "toolprune:pruner/judge@0.1.0"], "0.1.0"),
+        (["toolprune:pruner/types@0.3.0", "toolprune:pruner/settings@0.3.0"], "0.3.0"),
+        (["toolprune:pruner/settings@1.2.0"], "1.2.0"),
+        (["toolprune:pruner/settings@0.2.0", "toolprune:pruner/pruner@0.3.1"], "0.2.0, 0.3.1"),
+        (["toolprune:pruner/settings"], "(unversioned)"),
+    ],
+)
+def test_a_component_of_another_contract_is_refused_naming_both_versions(tmp_path: Path, names: List[str], found: str) -> None:
+    with pytest.raises(ComponentError) as info:
+        Pruner.load(wasm=component_exporting(tmp_path, *names), cache_dir=False)
+    assert str(info.value) == (
+        f"toolprune: this component implements contract {found}, this host needs 0.2.x (rebuild or reinstall toolprune)"
+    )
+
+
+def test_a_component_that_is_not_toolprune_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ComponentError, match="is not a toolprune component"):
+        Pruner.load(wasm=component_exporting(tmp_path, "wasi:cli/run@0.2.0"), cache_dir=False)
+    with pytest.raises(ComponentError, match="does not export toolprune:pruner/settings@0.2.0#version"):
+        Pruner.load(wasm=component_exporting(tmp_path, "toolprune:pruner/settings@0.2.0"), cache_dir=False)
+    bogus = tmp_path / "bogus.wasm"
+    bogus.write_bytes(b"\0asm\x01\0\0\0")
+    with pytest.raises(Exception):
+        Pruner.load(wasm=bogus, cache_dir=False)
+
+
+@pytest.mark.skipif(not os.environ.get("TOOLPRUNE_OTHER_WASM"), reason="set TOOLPRUNE_OTHER_WASM to a toolprune component of another contract")
+def test_a_real_component_of_another_contract_is_refused() -> None:
+    with pytest.raises(ComponentError, match=r"implements contract (?!0\.2\.)[\d.]+, this host needs 0\.2\.x"):
+        Pruner.load(wasm=os.environ["TOOLPRUNE_OTHER_WASM"], cache_dir=False)
+
+
+def test_the_component_is_found_by_argument_env_or_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _engine.find_component(tmp_path / "x.wasm") == tmp_path / "x.wasm"
+    monkeypatch.setenv("TOOLPRUNE_WASM", str(tmp_path / "y.wasm"))
+    assert _engine.find_component() == tmp_path / "y.wasm"
+    monkeypatch.delenv("TOOLPRUNE_WASM")
+    assert _engine.find_component().is_file()
+    with pytest.raises(FileNotFoundError):
+        Pruner.load(wasm=tmp_path / "missing.wasm")
+
+
+# --- the cache ------------------------------------------------------------------------------
+
+
+def fresh(cache: Path) -> Pruner:
+    """A load that does not reuse this process's compile (as a new process would)."""
+    _engine._compiled.clear()  # noqa: SLF001
+    return Pruner.load(wasm=WASM, cache_dir=cache)
+
+
+def entry(cache: Path) -> _engine.CacheEntry:
+    return _engine.cache_entry(cache, WASM.read_bytes())
+
+
+def works(pruner: Pruner) -> bool:
+    conversation = pruner.conversation(enabled=True, log=Log())
+    return conversation.turn(REQUEST).on_tool_result(tool="f", text=note_text(), prunable=True).failure is None
+
+
+def test_the_first_load_compiles_and_stores_the_next_reads_it(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = fresh(cache)
+    assert first.cache == "miss" and works(first)
+    e = entry(cache)
+    data = e.code.read_bytes()
+    assert e.digest.read_text() == hashlib.sha256(data).hexdigest()
+    assert e.code.name.startswith(hashlib.sha256(WASM.read_bytes()).hexdigest()[:32])
+    if sys.platform != "win32":
+        assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    second = fresh(cache)
+    assert second.cache == "hit" and works(second)
+    assert sorted(p.name for p in cache.iterdir()) == sorted([e.code.name, e.digest.name]), "no temporary file left"
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "foreign bytes", "digest missing", "digest garbage"])
+def test_a_corrupt_or_foreign_entry_is_ignored_and_rewritten(tmp_path: Path, damage: str) -> None:
+    cache = tmp_path / "cache"
+    fresh(cache)
+    e = entry(cache)
+    good = e.code.read_bytes()
+    if damage == "flip a byte":
+        bad = bytearray(good)
+        bad[len(bad) // 2] ^= 0xFF
+        e.code.write_bytes(bytes(bad))
+    elif damage == "truncate":
+        e.code.write_bytes(good[: len(good) // 3])
+    elif damage == "foreign bytes":
+        # Consistent with its digest, but not a serialized component of this engine.
+        e.code.write_bytes(b"\x7fELF not ours" * 100)
+        e.digest.write_text(hashlib.sha256(e.code.read_bytes()).hexdigest())
+    elif damage == "digest missing":
+        e.digest.unlink()
+    else:
+        e.digest.write_text("zz")
+    again = fresh(cache)
+    assert again.cache == "miss" and works(again)
+    assert e.digest.read_text() == hashlib.sha256(e.code.read_bytes()).hexdigest()
+    assert fresh(cache).cache == "hit"
+
+
+def test_an_unusable_cache_folder_only_costs_the_compile(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    pruner = fresh(blocked / "cache")
+    assert pruner.cache == "unwritable" and works(pruner)
+    _engine._compiled.clear()  # noqa: SLF001
+    off = Pruner.load(wasm=WASM, cache_dir=False)
+    assert off.cache == "off" and works(off)
+
+
+def test_the_default_cache_folder_is_the_rust_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("TOOLPRUNE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert default_cache_dir() is None
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "toolprune"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "toolprune"
+    monkeypatch.setenv("TOOLPRUNE_CACHE_DIR", str(tmp_path / "own"))
+    assert default_cache_dir() == tmp_path / "own"
+    _engine._compiled.clear()  # noqa: SLF001
+    assert Pruner.load(wasm=WASM).cache == "miss" and (tmp_path / "own").is_dir()
+
+
+def test_a_warm_load_is_much_faster_than_a_cold_one(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    start = time.perf_counter()
+    assert fresh(cache).cache == "miss"
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    assert fresh(cache).cache == "hit"
+    warm = time.perf_counter() - start
+    assert warm * 5 < cold, (cold, warm)
