@@ -1,9 +1,10 @@
 // The judge router from Node: `pruner.route` with the fixed answers of
 // tests/vectors/judge (copies of examples/judge plus variations), through the
-// one-shot `route` export and through the `judge-job` resource with a scorer;
-// load errors; and `toolprune route` byte for byte against the Rust CLI
-// (live when target/debug/toolprune exists, else against expected.json,
-// which tests/vectors/judge/generate.sh wrote from it).
+// one-shot `route` export and through the `judge-job` resource with a scorer
+// (under the host's deadline, cancellable); load errors; and `toolprune
+// route` byte for byte against the Rust CLI (live when target/debug/toolprune
+// exists, else against expected.json, which tests/vectors/judge/generate.sh
+// wrote from it).
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -79,7 +80,7 @@ test('otherwise: no rule holds', async () => {
 
 test('failed is never otherwise', async () => {
   const d = await route('no-answer.json');
-  assert.deepEqual({ verdict: d.verdict, reason: d.reason, rule: d.rule, answers: d.answers }, { verdict: 'failed', reason: 'no-answer', rule: null, answers: [] });
+  assert.deepEqual({ verdict: d.verdict, reason: d.reason, rule: d.rule, answers: d.answers }, { verdict: 'failed', reason: 'no_answer', rule: null, answers: [] });
 });
 
 test('a load error lists each FILE:LINE:COL message', async () => {
@@ -108,7 +109,7 @@ describe('the judge-job resource with a scorer', () => {
         assert.ok(signal instanceof AbortSignal);
         requests.push(request);
         await new Promise((r) => setTimeout(r, 5));
-        return { answers: [{ jevResponse: fixture('answers.json') }] };
+        return [{ jevResponse: fixture('answers.json') }];
       },
     };
     const viaJob = await pruner.route(RULES, MESSAGE, { scorer, log: () => {} });
@@ -122,10 +123,16 @@ describe('the judge-job resource with a scorer', () => {
     assert.equal(body.model, 'jev-test');
   });
 
-  test('an HTTP failure is failed, a cancelled call is failed cancelled', async () => {
-    const http = await pruner.route(RULES, MESSAGE, { scorer: { name: 'jev', score: async () => ({ answers: [{ failed: { http: 503 } }] }) }, log: () => {} });
+  test('an HTTP failure is failed; a cancelled call is failed cancelled; a hanging one times out', async () => {
+    const http = await pruner.route(RULES, MESSAGE, { scorer: { name: 'jev', score: async () => [{ failed: { http: 503 } }] }, log: () => {} });
     assert.equal(http.verdict, 'failed');
-    assert.equal(http.reason, 'http-5xx');
+    assert.equal(http.reason, 'http_5xx');
+    const hanging = { name: 'jev', score: () => new Promise(() => {}) };
+    const late = await pruner.route(RULES, MESSAGE, { scorer: hanging, deadlineCapMs: 100, log: () => {} });
+    assert.deepEqual([late.verdict, late.reason], ['failed', 'timeout']);
+    const throwing = { name: 'jev', score: async () => { throw new Error('boom'); } };
+    const broken = await pruner.route(RULES, MESSAGE, { scorer: throwing, log: () => {} });
+    assert.deepEqual([broken.verdict, broken.reason], ['failed', 'network']);
     const controller = new AbortController();
     const never = { name: 'jev', score: (_r, { signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) };
     const pending = pruner.route(RULES, MESSAGE, { scorer: never, signal: controller.signal, log: () => {} });
@@ -136,19 +143,20 @@ describe('the judge-job resource with a scorer', () => {
 
   test('a load error is thrown before any call', async () => {
     let calls = 0;
-    const scorer = { name: 'jev', score: async () => { calls += 1; return { answers: [] }; } };
+    const scorer = { name: 'jev', score: async () => { calls += 1; return []; } };
     await assert.rejects(pruner.route(fixture('invalid.toml'), MESSAGE, { scorer, log: () => {} }), RulesError);
     assert.equal(calls, 0);
   });
 
-  test('the offline scorer cannot judge', async () => {
+  test('the offline scorer and the stub cannot judge', async () => {
     await assert.rejects(pruner.route(RULES, MESSAGE, { log: () => {} }), TypeError);
+    await assert.rejects(pruner.route(RULES, MESSAGE, { scorer: 'stub', log: () => {} }), TypeError);
   });
 });
 
 function run(command, args) {
   return new Promise((resolve) => {
-    execFile(command, args, { cwd: FIXTURES, encoding: 'utf8', env: { ...process.env, TOOLPRUNE_JEV_TOKEN: '' } }, (error, stdout, stderr) => {
+    execFile(command, args, { cwd: FIXTURES, encoding: 'utf8', env: { ...process.env, [pruner.defaults.tokenVariable]: '' } }, (error, stdout, stderr) => {
       resolve({ code: error ? error.code : 0, stdout, stderr });
     });
   });
