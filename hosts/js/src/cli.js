@@ -23,7 +23,6 @@ import { parseArgs } from 'node:util';
 import { ConfigError, JevScorer } from './jev.js';
 import { RulesError, renderLoadErrors } from './judge.js';
 import { Pruner } from './pruner.js';
-import { kebab } from './wit.js';
 
 const USAGE = `Usage: toolprune prune --request TEXT [--threshold 0.2] [--lang en|ja]
                        [--scorer offline|stub|jev] [--tool NAME] [--agent NAME]
@@ -392,7 +391,7 @@ function jsonDecision(d) {
     verdict: d.verdict,
     to: d.to,
     note: d.note,
-    reason: d.reason === null ? null : kebab(d.reason),
+    reason: d.reason,
     rule: d.rule,
     answers: d.answers.map((a) => ({
       question: a.question,
@@ -412,7 +411,7 @@ function summary(d) {
   const rule = d.rule === null ? 'otherwise' : `rule ${d.rule}`;
   if (d.verdict === 'routed') return `routed to ${d.to.join(', ')} (${rule})\n`;
   if (d.verdict === 'returned') return d.note === null ? `returned (${rule})\n` : `returned (${rule}): ${d.note}\n`;
-  return `failed: ${kebab(d.reason)}\n`;
+  return `failed: ${d.reason}\n`;
 }
 
 async function route(argv) {

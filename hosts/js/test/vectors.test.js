@@ -16,15 +16,19 @@
 // the conformance suite instead (tests/conformance).
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
 import { Pruner } from '../src/index.js';
 import { ROOT, capture, readShared, sha256 } from './helpers.js';
 
+const FILE = join(ROOT, 'tests', 'vectors', 'vectors.json');
+// The vectors move into the conformance suite (its scenario `vectors`, run
+// by conformance.test.js); once this file is gone there is nothing to run here.
+const MOVED = !existsSync(FILE) && 'tests/vectors/vectors.json moved to tests/conformance (scenario `vectors`)';
 const pruner = await Pruner.load();
-const all = JSON.parse(readFileSync(join(ROOT, 'tests', 'vectors', 'vectors.json'), 'utf8'));
+const all = MOVED ? [] : JSON.parse(readFileSync(FILE, 'utf8'));
 const THRESHOLDS = new Set([0.1, 0.2, 0.3, 0.5]);
 const STALE =
   'if the component changed, rebuild it (`npm run build -- --refresh`) and regenerate the vectors ' +
@@ -109,7 +113,7 @@ function setup(v) {
   return { log, scorer, turn, input };
 }
 
-test('the vectors cover what they promise', () => {
+test('the vectors cover what they promise', { skip: MOVED }, () => {
   assert.ok(all.length >= 100, `${all.length} vectors`);
   const outcomes = new Set(all.map((v) => v.expect.outcome));
   for (const o of ['ok', 'structured', 'no_basis', 'all_dropped', 'nothing_dropped', 'below_floor', 'timeout', 'failed', 'cancelled']) {
@@ -117,7 +121,7 @@ test('the vectors cover what they promise', () => {
   }
 });
 
-test('a threshold outside the four is refused (0.1 vectors that meant 0.2)', () => {
+test('a threshold outside the four is refused (0.1 vectors that meant 0.2)', { skip: MOVED }, () => {
   const refused = all.filter((v) => !THRESHOLDS.has(v.threshold));
   assert.ok(refused.length >= 1);
   for (const v of refused) assert.throws(() => pruner.conversation({ threshold: v.threshold }), RangeError, v.name);
