@@ -7,9 +7,12 @@
 // of ../shared/corpus/pep-0817-wheel-variants.rst; median of BENCH_RUNS
 // (default 50) after a warm-up, the three forms interleaved in each round so
 // that load bursts on a shared machine hit them alike. The hop is the
-// median of the per-round differences: copying the arguments and the
-// answer between threads, the wake-ups, and the `call-limits-for`
-// question asked before each sized call.
+// median, over the calls, of the call's time on the main thread minus the
+// guest's own time in the worker (which the worker reports): copying the
+// arguments and the answer between threads, the wake-ups, the
+// `call-limits-for` question asked before each sized call, the memory
+// bound. The in-thread column is for comparison (guest speed differs a
+// little between threads and with the load).
 //
 //   npm ci && npm run build && node scripts/hop.mjs
 
@@ -29,18 +32,24 @@ const input = (scorer) => ({
 
 const mid = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** Median times of `forms` (functions, maybe async), run in turn each round, and of each form's difference to the first. */
+/**
+ * Median times of `forms` (functions, maybe async), run in turn each round;
+ * and for the engine's forms (answers with `guestMs`), the median hop.
+ */
 async function measure(forms) {
   for (const f of forms) await f();
   const times = forms.map(() => []);
+  const hops = forms.map(() => []);
   for (let i = 0; i < runs; i++) {
     for (const [k, f] of forms.entries()) {
       const t = performance.now();
-      await f();
-      times[k].push(performance.now() - t);
+      const answer = await f();
+      const took = performance.now() - t;
+      times[k].push(took);
+      if (typeof answer?.guestMs === 'number') hops[k].push(took - answer.guestMs);
     }
   }
-  return { medians: times.map(mid), hops: times.slice(1).map((ts) => mid(ts.map((t, i) => t - times[0][i]))) };
+  return { medians: times.map(mid), hops: hops.slice(1).map(mid) };
 }
 
 const component = await loadComponent();

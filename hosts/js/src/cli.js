@@ -1,7 +1,7 @@
 // toolprune (Node): the Rust CLI's `prune`, `split` and `route`, on the same
 // component, with the same bytes out (body, reports, log lines).
 //
-//   toolprune prune --request TEXT [--threshold 0.1|0.2|0.3|0.5] [--lang ja|en]
+//   toolprune prune --request TEXT [--threshold T] [--lang ja|en]
 //                   [--scorer offline|stub|jev] [--tool NAME] [--agent NAME]
 //                   [--json] [FILE|-]
 //   toolprune split [--json] [FILE|-]
@@ -20,11 +20,12 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
+import { checkLang } from './conversation.js';
 import { ConfigError, JevScorer } from './jev.js';
 import { RulesError, renderLoadErrors } from './judge.js';
 import { Pruner } from './pruner.js';
 
-const USAGE = `Usage: toolprune prune --request TEXT [--threshold 0.2] [--lang en|ja]
+const USAGE = `Usage: toolprune prune --request TEXT [--threshold T] [--lang en|ja]
                        [--scorer offline|stub|jev] [--tool NAME] [--agent NAME]
                        [--json] [FILE|-]
        toolprune split [--json] [FILE|-]
@@ -246,7 +247,13 @@ async function prune(argv) {
   );
   if (values.request === undefined) usage('--request is required');
   if (positionals.length > 1) usage('one input at most');
-  if (values.lang !== undefined && !['ja', 'en'].includes(values.lang)) usage(`invalid value '${values.lang}' for '--lang' (ja, en)`);
+  if (values.lang !== undefined) {
+    try {
+      checkLang(values.lang);
+    } catch (error) {
+      usage(`invalid value '${values.lang}' for '--lang': ${error.message}`);
+    }
+  }
   if (values.scorer !== undefined && !['offline', 'stub', 'jev'].includes(values.scorer)) {
     usage(`invalid value '${values.scorer}' for '--scorer' (offline, stub, jev)`);
   }

@@ -300,7 +300,7 @@ export class Engine {
       const current = this.#inflight;
       if (!current || current.seq !== answer.seq) continue;
       this.#inflight = null;
-      current.settle(answer.ok ? { ok: true, value: answer.value } : { ok: false, trap: answer.trap });
+      current.settle(answer.ok ? { ok: true, value: answer.value, guestMs: answer.guestMs } : { ok: false, trap: answer.trap });
     }
   }
 

@@ -202,7 +202,7 @@ export interface Config {
 export interface ConversationOptions {
   /** Pruning on. Default **false** (SPEC §2). */
   enabled?: boolean;
-  /** 0.1 / 0.2 / 0.3 / 0.5, a number or as the user wrote it (`'0.30'`); anything else throws a RangeError. Default: the guest's. */
+  /** One of the guest's thresholds (SPEC §6), a number or as the user wrote it (`'0.30'`); anything else throws a RangeError with the guest's message. Default: the guest's. */
   threshold?: number | string;
   /** Default: the guest's (`en`). */
   lang?: Lang;

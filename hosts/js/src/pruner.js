@@ -122,9 +122,9 @@ export class Pruner {
    * for `omitted`). Options (every one optional):
    * - `enabled` (false: SPEC §2, off unless turned on);
    * - `threshold`: a number or the user's text (`'0.30'`), checked by the
-   *   guest (`settings.threshold`); anything but 0.1 / 0.2 / 0.3 / 0.5 is
-   *   refused with a RangeError holding the guest's message. Default: the
-   *   guest's;
+   *   guest (`settings.threshold`, SPEC §6); a value it refuses is
+   *   refused here with a RangeError holding the guest's message. Default:
+   *   the guest's;
    * - `lang` (`'en'` / `'ja'`; default the guest's), `agent` (log label,
    *   default `agent`), `scorer` (default the pruner's), `jevModel` (the
    *   model named in Jev bodies; default the scorer's);

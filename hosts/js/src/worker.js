@@ -15,8 +15,9 @@
 //   3. signals "started" through the shared Int32Array: [2] = wall ms
 //      (0 = a small call: the main thread's bootstrap budget), [1] = seq,
 //      then [0] += 1 and notify,
-//   4. runs the call and posts `{seq, ok, value}` / `{seq, ok: false,
-//      trap: {message, limit}}` on the answer port, then [0] += 1, notify.
+//   4. runs the call and posts `{seq, ok, value, guestMs}` / `{seq, ok:
+//      false, trap: {message, limit}}` on the answer port, then [0] += 1,
+//      notify (`guestMs`: the call's own time here, for scripts/hop.mjs).
 // The main thread never listens on that port: it takes answers with
 // `receiveMessageOnPort`, after `Atomics.wait` (sync API) or
 // `Atomics.waitAsync` (async API) on [0].
@@ -262,8 +263,9 @@ function handle({ seq, op, args, bootstrap }) {
     live.limit.value = limit;
     live.refused.value = 0;
     started(seq, wallMs);
+    const start = performance.now();
     const value = spec.run(live.root, args, bytes ?? 0);
-    answer({ seq, ok: true, value });
+    answer({ seq, ok: true, value, guestMs: performance.now() - start });
   } catch (error) {
     const limit = bound?.refused.value === 1 ? 'memory' : null;
     dropInstance();
