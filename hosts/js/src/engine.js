@@ -30,6 +30,7 @@ export const BOOTSTRAP_MS = 30_000;
 const GEN_DIR = new URL('../gen/', import.meta.url);
 const WORKER = new URL('./worker.js', import.meta.url);
 const NOOP = () => {};
+const CLOSED = Object.freeze({ ok: false, trap: Object.freeze({ message: 'toolprune: the pruner was closed', limit: null }) });
 
 /** Refused before instantiation: the component speaks another contract version. */
 export class VersionError extends Error {
@@ -161,7 +162,7 @@ export class Engine {
     worker?.terminate().catch(NOOP);
     const pending = [...(this.#inflight ? [this.#inflight] : []), ...this.#queue.splice(0)];
     this.#inflight = null;
-    for (const entry of pending) entry.settle({ ok: false, trap: { message: 'toolprune: the pruner was closed', limit: null } });
+    for (const entry of pending) entry.settle(CLOSED);
   }
 
   /**
@@ -171,11 +172,9 @@ export class Engine {
    */
   call(op, args, onAnswer) {
     return new Promise((resolve) => {
-      this.#queue.push({
-        op,
-        args,
-        settle: (answer) => resolve(onAnswer ? onAnswer(answer) : answer),
-      });
+      const entry = { op, args, settle: (answer) => resolve(onAnswer ? onAnswer(answer) : answer) };
+      if (this.#closed) return entry.settle(CLOSED);
+      this.#queue.push(entry);
       this.#service();
     });
   }
@@ -190,10 +189,15 @@ export class Engine {
       settle(a);
     };
     if (this.#closed) {
-      entry.settle({ ok: false, trap: { message: 'toolprune: the pruner was closed', limit: null } });
+      entry.settle(CLOSED);
       return answer;
     }
-    this.#block(() => this.#inflight === null);
+    // Wait for the call in flight (or the worker's start); start a worker if there is none.
+    for (;;) {
+      this.#block(() => this.#inflight === null);
+      if (this.#worker) break;
+      this.#spawn();
+    }
     this.#post(entry);
     this.#block(() => entry.done);
     // Calls queued by the async API meanwhile go on.
@@ -239,17 +243,21 @@ export class Engine {
     });
   }
 
-  /** The worker stopped without being asked (a crash): its call fails open, a new one starts. */
+  /**
+   * The worker stopped without being asked (a crash): its call fails open;
+   * the next call starts another worker (not at once: a worker that cannot
+   * start must not be restarted in a loop).
+   */
   #exited(worker) {
     if (worker !== this.#worker || this.#closed) return;
     const entry = this.#inflight;
     this.#inflight = null;
     this.#worker = null;
-    this.#respawn();
     entry?.settle({ ok: false, trap: { message: 'toolprune: the guest worker exited', limit: null } });
     this.#service();
   }
 
+  /** After a kill: a fresh worker at once (its start overlaps the caller's work). */
   #respawn() {
     if (this.#closed) return;
     this.#spawn().then((answer) => {
@@ -324,7 +332,13 @@ export class Engine {
   }
 
   #postNext() {
-    if (this.#inflight || this.#queue.length === 0 || !this.#worker) return false;
+    if (this.#inflight || this.#queue.length === 0 || this.#closed) return false;
+    if (!this.#worker) {
+      this.#spawn().then((answer) => {
+        if (!answer.ok) for (const entry of this.#queue.splice(0)) entry.settle({ ok: false, trap: answer.trap });
+      });
+      return true;
+    }
     this.#post(this.#queue.shift());
     return true;
   }

@@ -123,4 +123,6 @@ test('a closed pruner fails open', async () => {
   const r = conversation.turn(REQUEST).onToolResultSync({ text: notes(12), prunable: true });
   assert.equal(r.outcome, 'failed');
   assert.equal(r.logLine, 'tool prune: outcome=failed reason=instantiate');
+  const a = await conversation.turn(REQUEST).onToolResult({ text: notes(12), prunable: true });
+  assert.equal(a.outcome, 'failed', 'the async path settles too, never hangs');
 });
