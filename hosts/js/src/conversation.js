@@ -336,12 +336,13 @@ export class Conversation {
       let response;
       if (scorer.kind === 'host') {
         response = yield { score: scoringRequest, scorer: scorer.scorer, signals, deadlineCapMs: o.deadlineCapMs };
-      } else {
+      } else if (scorer.kind === 'stub') {
         // The stub, with a signal already aborted: its request is answered
         // like any scorer's, so cancellation wins.
         response = yield { score: scoringRequest, stub: true, signals, deadlineCapMs: o.deadlineCapMs };
       }
-      if (!response.answers) return yield* this.#failOpen(r, hostFailure(response.trap));
+      // (The offline scorer never gets a request; were there one, `none`: the guest scores.)
+      if (response && !response.answers) return yield* this.#failOpen(r, hostFailure(response.trap));
       let finished = yield { call: 'finish', args: () => ({ job, response, idNumber: this.#count + 1 }), onAnswer: this.#onPruned };
       if (finished.ok && finished.value.missing) {
         // The job's instance was dropped meanwhile (another call trapped):

@@ -6,6 +6,9 @@ import {
   Pruner,
   RulesError,
   type Decision,
+  type FailureClass,
+  type Gate,
+  type OmittedOutcome,
   type Outcome,
   type PruneResult,
   type Scorer,
@@ -50,3 +53,13 @@ export async function judge(rules: string, message: string, answers?: string): P
     throw error;
   }
 }
+
+// The enum types are the guest's, in the SPEC's spelling (derived from jco's declarations).
+export const outcomes: Outcome[] = ['ok', 'skipped', 'no_basis', 'all_dropped', 'nothing_dropped', 'below_floor', 'timeout', 'failed', 'cancelled', 'structured'];
+// @ts-expect-error: the WIT spelling is not the public one
+export const kebab: Outcome = 'no-basis';
+// @ts-expect-error: not an outcome at all
+export const unknown: Outcome = 'pruned';
+export const gate: Gate = 'too_short';
+export const failure: FailureClass = 'http_5xx';
+export const omitted: OmittedOutcome = 'not_found';
