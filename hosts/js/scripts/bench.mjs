@@ -11,9 +11,11 @@
 //   npm ci && npm run build && node scripts/bench.mjs     (scripts/bench runs it)
 //
 // The call is `await turn.onToolResult(…)` (the async API: `prune-job`, the
-// scorer awaited between its two calls), with the offline scorer and the
-// stub. A turn runs on its Pruner's live instance (this host's design), so
-// "new turn" is not "new instance" here as it is in the Rust host.
+// guest in its worker thread), with the offline scorer and the stub (the
+// guest's `stub-scores`, run in the same worker call). A conversation's
+// turns run on the Pruner's worker and live instance (this host's design),
+// so "new turn" is not "new instance" here as it is in the Rust host.
+// `scripts/hop.mjs` measures what the worker thread itself costs.
 
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -51,11 +53,13 @@ async function time(fn) {
 
 for (const scorer of ['offline', 'stub']) {
   const pruner = await Pruner.load({ scorer });
+  const conversation = pruner.conversation({ enabled: true, log: quiet });
   let outcome;
   const median = await time(async () => {
-    const turn = pruner.beginTurn(REQUEST, { enabled: true, log: quiet });
+    const turn = conversation.turn(REQUEST);
     outcome = (await turn.onToolResult({ tool: 'fetch', ok: true, prunable: true, text })).outcome;
   });
+  pruner.close();
   if (outcome === 'failed') throw new Error(`bench: the ${scorer} call failed open`);
   console.log(
     `| Node host: per call through \`turn.onToolResult\` (async, new turn), ${scorer} scorer, first 100,000 chars | ${median.toFixed(2)} ms | | | | — |`,

@@ -1,95 +1,82 @@
 // TypeScript declarations of the toolprune Node host (src/index.js).
+//
+// The guest's enums come from jco's declarations of the component
+// (gen/interfaces/*.d.ts, written by `npm run build`), converted to the
+// SPEC's spelling (kebab-case → snake_case) by a type: no list of names here.
+
+import type * as WitTypes from '../gen/interfaces/toolprune-pruner-types.js';
+import type * as WitPruner from '../gen/interfaces/toolprune-pruner-pruner.js';
+import type * as WitOmitted from '../gen/interfaces/toolprune-pruner-omitted.js';
+import type * as WitSettings from '../gen/interfaces/toolprune-pruner-settings.js';
+import type * as WitJudge from '../gen/interfaces/toolprune-pruner-judge.js';
+
+/** `no-basis` → `no_basis`: a WIT enum case in the SPEC's spelling. */
+export type Snake<S extends string> = S extends `${infer A}-${infer B}` ? `${A}_${Snake<B>}` : S;
 
 /** Language of markers, `omitted` texts and the tool description. */
-export type Lang = 'ja' | 'en';
+export type Lang = WitTypes.Lang;
+/** SPEC §7 / §11 outcomes and `skipped` (a cheap gate stopped it). */
+export type Outcome = Snake<WitPruner.Outcome>;
+/** For `skipped`: `disabled`, `tool_failed`, `not_prunable`, `too_short`. */
+export type Gate = Snake<WitPruner.Gate>;
+export type Shape = Snake<WitPruner.Shape>;
+export type Fate = Snake<WitPruner.Fate>;
+export type UnitKind = Snake<WitPruner.UnitKind>;
+export type FailureClass = Snake<WitTypes.FailureClass>;
+/** `omitted`'s outcomes, and `failed` when the guest trapped. */
+export type OmittedOutcome = Snake<WitOmitted.OmittedOutcome> | 'failed';
+/** The SDK shapes of the `omitted` tool. */
+export type Dialect = WitOmitted.Dialect;
+/** Which limit stopped a guest call: `memory` or `wall_time` here (no fuel in Node). */
+export type Limit = Snake<WitSettings.Limit>;
+export type HostFailureReason = Snake<WitSettings.HostFailure>;
 
-/** SPEC §7 / §11 outcomes, as in the log line. */
-export type Outcome =
-  | 'ok'
-  | 'structured'
-  | 'no_basis'
-  | 'all_dropped'
-  | 'nothing_dropped'
-  | 'below_floor'
-  | 'timeout'
-  | 'failed'
-  | 'cancelled';
+// ----- what a scorer receives and answers (the WIT `types` interface, jco's shapes) -----
 
-export type Shape = 'text' | 'json_wrapper' | 'json_array';
-export type Fate = 'kept' | 'dropped' | 'unscored' | 'fixed';
-export type OmittedOutcome = 'ok' | 'not_dropped' | 'not_found' | 'too_large' | 'invalid';
+export type Batch = WitTypes.Batch;
+export type TransportPolicy = WitTypes.TransportPolicy;
+export type ScoringRequest = WitTypes.ScoringRequest;
 
-// ----- what the scorer receives and answers (the WIT `types` interface) -----
-
-/** One batch: up to 16 paragraphs and 12,000 characters. */
-export interface Batch {
-  /** Paragraph numbers (0-based), in order. */
-  paragraphs: Uint32Array;
-  /** The paragraphs' texts, same order. */
-  chunks: string[];
-  /** The Jev request body, encoded by the guest: POST it unchanged. */
-  jevBody: string;
-}
-
-/** How to run the batches: numbers owned by the guest. */
-export interface TransportPolicy {
-  maxInFlight: number;
-  deadlineMs: number;
-  maxRetries: number;
-  /** Inclusive status ranges that may be retried. */
-  retryOn: Array<[number, number]>;
-  /** Wait before a retry without a usable `Retry-After`, in ms (the guest's number). */
-  retryBackoffMs: number;
-}
-
-/** Everything a scorer needs for one tool result: one call per result. */
-export interface ScoringRequest {
-  /** The first 2,000 characters of the turn's request. */
-  basis: string;
-  batches: Batch[];
-  policy: TransportPolicy;
-}
-
-export type Failure = { tag: 'http'; val: number } | { tag: 'network' };
-
-/** One batch's answer, in the WIT shape… */
+/** One batch's answer, in the WIT shape or the friendly one (`null` = not scored). */
 export type BatchAnswer =
-  | { tag: 'scores'; val: Array<number | undefined> }
-  | { tag: 'jev-response'; val: string }
-  | { tag: 'failed'; val: Failure }
-  /** …or the friendly one (`null` = not scored). */
+  | WitTypes.BatchAnswer
   | { scores: ArrayLike<number | null | undefined> }
   | { jevResponse: string }
   | { failed: { http: number } | 'network' };
 
-export type ScoringStop = 'timeout' | 'cancelled';
-
-/**
- * A scorer's answer: one answer per batch (same order) or a stop. Either the
- * WIT shape (`answers: {tag:'ok', val}` / `{tag:'err', val}`) or the
- * friendly one (`answers: [...]` / `stop`). `elapsedMs` defaults to the wall
- * time measured by the host. Malformed answers fail their batch.
- */
-export type ScoringResponseLike =
-  | { answers: { tag: 'ok'; val: BatchAnswer[] } | { tag: 'err'; val: ScoringStop }; elapsedMs?: number }
-  | { answers: BatchAnswer[]; elapsedMs?: number }
-  | { stop: ScoringStop; elapsedMs?: number };
-
-/** A scorer provided by the host (Jev, a stub, a test double). */
-export interface Scorer {
-  /** For the log line's `scorer=` and reports. */
-  readonly name: string;
-  /** Jev model to name in the request body (native routes), if any. */
-  readonly jevModel?: string;
+/** What a host scorer gets with a request. */
+export interface ScoringContext {
+  /** Aborts when the host stops waiting (the deadline, a cancellation): stop all work. */
+  readonly signal: AbortSignal;
+  /** When the host stops waiting, a `performance.now()` time. */
+  readonly deadline: number;
+  remainingMs(): number;
   /**
-   * Scores every batch; awaited between `prune-job` calls, so it must not
-   * block. Stop work when `signal` aborts (deadline or cancellation).
+   * The guest's retry rule (`settings.retry-delay`): after a failed
+   * attempt, the wait in ms before the next one, or null (give up).
+   * Always null on the blocking path.
    */
-  score?(request: ScoringRequest, options: { signal: AbortSignal }): Promise<ScoringResponseLike>;
-  /** A blocking form, used only by `turn.onToolResultSync`. */
-  scoreSync?(request: ScoringRequest): ScoringResponseLike;
+  retryDelay(facts: WitSettings.RetryFacts): Promise<number | null> | number | null;
 }
 
+/**
+ * A scorer provided by the host (Jev, a test double): one call per tool
+ * result, every batch. The host enforces the deadline and cancellation
+ * whatever it does; throwing, or answering the wrong number of batches, is
+ * a scorer failure (every batch `failed(network)`).
+ */
+export interface Scorer {
+  /** For the log line's `scorer=`. */
+  readonly name: string;
+  /** The Jev model to name in request bodies (native routes), if any. */
+  readonly jevModel?: string;
+  /** One answer per batch, in order (or `{ answers }`). Must not block. */
+  score?(request: ScoringRequest, context: ScoringContext): Promise<BatchAnswer[] | { answers: BatchAnswer[] }>;
+  /** The blocking form, used by `turn.onToolResultSync`. */
+  scoreSync?(request: ScoringRequest, context: ScoringContext): BatchAnswer[] | { answers: BatchAnswer[] };
+}
+
+/** `'offline'`: the guest's lexical scorer (nothing leaves the machine); `'stub'`: the guest's word-overlap stub (not a relevance model). */
 export type ScorerOption = 'offline' | 'stub' | Scorer;
 
 // ----- results -----
@@ -103,15 +90,8 @@ export interface Counts {
   /** Batches that answered; 0 for the offline scorer. */
   calls: number;
   jevTokens: number;
-  ms: number;
-}
-
-export interface StoredResult {
-  /** `P1`, `P2`, … */
-  id: string;
-  /** The text that was split (for a JSON wrapper: the decoded string). */
-  text: string;
-  dropped: number[];
+  /** Scoring wall time in ms; null when no host scorer answered. */
+  ms: number | null;
 }
 
 export interface ParagraphReport {
@@ -124,120 +104,136 @@ export interface ParagraphReport {
 export interface BatchFailure {
   batch: number;
   status: number | null;
-  /** `http-4xx`, `http-5xx`, `rate-limited`, `out-of-credit`, `network`, `undecodable`, `no-answer`. */
-  class: string;
+  class: FailureClass;
 }
 
-/** The guest's full answer for one tool result. */
-export interface Report {
-  outcome: Outcome;
-  shape: Shape | null;
-  counts: Counts;
-  /** Net reduction; null when no body was assembled. */
-  ratio: number | null;
-  /** The threshold in effect. */
-  threshold: number;
-  /** The `tool prune:` line; null when a cheap gate stopped the call. */
-  logLine: string | null;
-  /** Stored for `omitted` when the outcome is `ok`. */
-  record: StoredResult | null;
-  paragraphs: ParagraphReport[];
-  failures: BatchFailure[];
-}
-
-export interface GuestFailure {
+/** Why the host got no guest answer (then `body` is the input, outcome `failed`). */
+export interface HostFailure {
   /**
-   * `instantiate`, `guest_trap` (a trap, the memory limit, a binding error),
-   * `invalid_text` (the tool result text holds lone surrogates: it cannot
-   * cross the WIT `string` unchanged, so the guest is not called) or
-   * `invalid_input` (the same for the request, tool name, agent, scorer name
-   * or Jev model). Only when pruning is on, the call succeeded and the tool
-   * is prunable: otherwise such a result gets the guest's own skipped answer
-   * (the original string as body and raw, no log line, `failure` null).
+   * `guest_trap` (a trap, the memory limit, the wall-time limit: the
+   * guest's worker was terminated), `invalid_text` (the text holds lone
+   * surrogates, which a WIT string cannot carry: not pruned) or
+   * `invalid_input` (the same for the request, tool name, agent, scorer
+   * name or Jev model).
    */
-  reason: 'instantiate' | 'guest_trap' | 'invalid_text' | 'invalid_input';
+  reason: HostFailureReason;
+  limit: Limit | null;
+  /** For diagnosis; never document text. */
   message: string;
 }
 
 /** What to hand the model (and the repeat detector) for one tool result. */
 export interface PruneResult {
-  /** The pruned body, or the raw text byte for byte. */
+  /** The pruned body (outcome `ok`), else the input string itself. */
   body: string;
-  /** The raw text: compare this one for repeated calls (SPEC §11). */
+  /** The input text: compare this one for repeated calls (SPEC §11). */
   raw: string;
   outcome: Outcome;
-  /** The guest's answer; null when the guest failed (then `body === raw`). */
-  report: Report | null;
-  /** The line written to the log (the guest's, or the host's failure line). */
+  gate: Gate | null;
+  /** The stored id (`P3`) when the outcome is `ok`, else null. */
+  id: string | null;
+  shape: Shape | null;
+  /** Null after a host failure. */
+  counts: Counts | null;
+  /** Net reduction; null when no body was assembled. */
+  ratio: number | null;
+  /** The threshold in effect; null after a host failure. */
+  threshold: number | null;
+  /** The line written to the log (the guest's, or the host failure line); null for `skipped`. */
   logLine: string | null;
-  failure: GuestFailure | null;
+  /** The model the Jev service said it ran. */
+  servedModel: string | null;
+  /** With `report: true`: one record per paragraph; else empty. */
+  paragraphs: ParagraphReport[];
+  failures: BatchFailure[];
+  failure: HostFailure | null;
 }
 
 export interface ToolResult {
   /** Tool name, for the log line only; never sent. Default `tool`. */
   tool?: string;
+  text: string;
   /** The call succeeded (default true): error texts are never pruned. */
   ok?: boolean;
-  /** The host declared the tool prunable (default **false**). */
+  /** The tool was declared prunable (default **false**; see `pruner.isPrunable`). */
   prunable?: boolean;
-  text: string;
+  /** Fill `paragraphs` (default false). */
+  report?: boolean;
+  /** Scores this one result with another scorer than the conversation's. */
+  scorer?: ScorerOption;
 }
 
-export interface OmittedResult {
+/** The answer to one `omitted` tool call. */
+export interface OmittedAnswer {
   outcome: OmittedOutcome;
-  /** The dropped paragraphs verbatim (`ok`), or the explanation for the model. */
+  /** What goes back to the model as the tool result, whatever the outcome. */
   text: string;
+  /** The `tool omitted:` line (written to the log). */
   logLine: string;
+  /** Set when the guest trapped (outcome `failed`). */
+  failure: HostFailure | null;
 }
 
-export interface ToolSpec {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments, as JSON text. */
-  inputSchema: string;
+/** `pruner.inspect`: how pruning would split a text. */
+export interface Inspection {
+  /** Null: JSON that is neither a wrapper nor a prunable array (structured, not pruned). */
+  shape: Shape | null;
+  /** A wrapper's string literal in the raw text (quotes included), bytes [start, end). */
+  wrapperSpan: [number, number] | null;
+  units: Array<{ index: number; byteStart: number; byteEnd: number; charStart: number; charEnd: number; kind: UnitKind }>;
 }
 
-export interface ParagraphInfo {
-  index: number;
-  byteStart: number;
-  byteEnd: number;
-  charStart: number;
-  charEnd: number;
-  kind: 'scored' | 'fixed';
+/** `settings.config`: the configuration the guest resolved. */
+export interface Config {
+  enabled: boolean;
+  threshold: number;
+  lang: Lang;
+  /** Jev's endpoint, or null (then `jevError` says what is missing). */
+  jev: { route: string; url: string; model: string | null; loopback: boolean } | null;
+  jevError: string | null;
+  /** The environment variable holding the API token (read by the host only). */
+  tokenVariable: string;
+  /** Tool-name globs declared prunable. */
+  prunable: string[];
+  store: { maxRecords: number; maxChars: number; maxAgeS: number };
+  proxyBasis: string;
 }
 
-export interface TurnOptions {
-  /** 0.1 / 0.2 / 0.3 / 0.5; anything else means 0.2. Default 0.2. */
-  threshold?: number;
-  /** Default `en`. */
+export interface ConversationOptions {
+  /** Pruning on. Default **false** (SPEC §2). */
+  enabled?: boolean;
+  /** One of the guest's thresholds (SPEC §6), a number or as the user wrote it (`'0.30'`); anything else throws a RangeError with the guest's message. Default: the guest's. */
+  threshold?: number | string;
+  /** Default: the guest's (`en`). */
   lang?: Lang;
   /** Label for the log lines' `agent=`. Default `agent`. */
   agent?: string;
-  /** Pruning on. Default **false** (SPEC §2: off unless turned on). */
-  enabled?: boolean;
-  /** Another scorer for this turn. */
+  /** Default: the pruner's. */
   scorer?: ScorerOption;
+  /** The Jev model named in request bodies; default the scorer's. */
+  jevModel?: string;
   /** Where log lines go (one line, no newline). Default: stderr. */
   log?: (line: string) => void;
-  /** Aborting it cancels the turn's scoring (outcome `cancelled`). */
-  signal?: AbortSignal;
-  /** Tests only: lowers the scoring deadline (ms). */
+  /** Store bounds; default the guest's. */
+  store?: { maxRecords?: number; maxChars?: number };
+  /** **Tests only**: the deadline used is `min(policy.deadlineMs, deadlineCapMs)`. */
   deadlineCapMs?: number;
 }
 
 export interface LoadOptions {
-  /** Default `'offline'`: the guest's BM25 scorer, nothing leaves the machine. */
-  scorer?: ScorerOption;
-  /** The guest's linear memory at most (default 256 MiB, at most 2 GiB − 64 KiB). */
-  maxMemoryBytes?: number;
+  /** Default `'offline'`; `'jev'`: from `env` through the guest's configuration (a `ConfigError` if incomplete). */
+  scorer?: ScorerOption | 'jev';
+  /** Replace the guest's per-call limits for every call (tests). */
+  limits?: { wallMs?: number; memoryBytes?: number };
   /** Where `npm run build` wrote the bindings (default: the package's `gen/`). */
   genDir?: string | URL;
+  /** The environment for `scorer: 'jev'` (default `process.env`). */
+  env?: Record<string, string | undefined>;
 }
 
 // ----- the judge router (README "Judge router", wit/judge.wit) -----
 
-/** `choice`, `noul` (yes/no) or `score` (ordered levels). */
-export type QuestionKind = 'choice' | 'noul' | 'score';
+export type QuestionKind = WitJudge.QuestionKind;
 
 /** What Jev answered to one declared question (probabilities rounded to 0.01). */
 export interface JudgeAnswer {
@@ -253,20 +249,18 @@ export interface JudgeAnswer {
   mean: number | null;
 }
 
-/** The guest's decision. */
 export interface Decision {
   verdict: 'routed' | 'returned' | 'failed';
-  /** routed: the targets (one: hand over; several: fan out and gather); else null. */
+  /** routed: the targets; else null. */
   to: string[] | null;
   /** returned: the rule's note, if any; else null. */
   note: string | null;
-  /** failed: `http-4xx`, `http-5xx`, `rate-limited`, `out-of-credit`, `network`, `timeout`, `cancelled`, `undecodable`, `no-answer`; else null. */
-  reason: string | null;
+  /** failed: why Jev could not judge; else null. */
+  reason: FailureClass | null;
   /** 1-based number of the matching `[[rules]]` entry; null for `[otherwise]` and `failed`. */
   rule: number | null;
   /** One per declared question, in the file's order; empty when `failed`. */
   answers: JudgeAnswer[];
-  /** `usage.input_tokens` of the Jev answer, 0 when absent. */
   jevTokens: number;
   /** `judge: kind=research/0.99/0.98 rule=5 routed to=agent_3` (no message text). */
   logLine: string;
@@ -275,7 +269,7 @@ export interface Decision {
 export interface RouteOptions {
   /** Fixed answers: the text of a Jev response. No call is made. */
   answers?: string;
-  /** The scorer that makes the one Jev call (default: the pruner's); `'offline'` cannot judge. */
+  /** The scorer that makes the one Jev call (default: the pruner's). */
   scorer?: ScorerOption;
   /** Cancels the Jev call (the decision is then `failed`, `cancelled`). */
   signal?: AbortSignal;
@@ -285,16 +279,17 @@ export interface RouteOptions {
   log?: (line: string) => void;
   /** The rules file's name in `RulesError` messages (default `rules`). */
   rulesFile?: string;
+  /** **Tests only**: lowers the deadline (ms). */
+  deadlineCapMs?: number;
 }
 
-/** One problem of a rules file (1-based line and column, in characters). */
 export interface LoadError {
   line: number;
   column: number;
   message: string;
 }
 
-/** An invalid rules file: every problem, in line order; the message has one `FILE:LINE:COL: message` line each. */
+/** An invalid rules file: every problem, in line order. */
 export declare class RulesError extends Error {
   readonly file: string;
   readonly errors: LoadError[];
@@ -303,93 +298,92 @@ export declare class RulesError extends Error {
 /** `FILE:LINE:COLUMN: message\n` per problem. */
 export declare function renderLoadErrors(file: string, errors: LoadError[]): string;
 
+/** The contract this host speaks (`0.2`). */
+export declare const CONTRACT: string;
+
+/** The component speaks another contract version; the message names both. */
+export declare class VersionError extends Error {
+  readonly found: string;
+}
+
+/** A configuration that cannot send (the guest's message); never holds the token. */
+export declare class ConfigError extends Error {}
+
 export declare class Pruner {
   private constructor();
-  /** Loads and compiles the component (once per process and limit). */
+  /** Loads the component (compiled once per process), checks its version, starts its worker. */
   static load(options?: LoadOptions): Promise<Pruner>;
+  /** A process-wide offline pruner, loaded on first use. */
+  static shared(): Promise<Pruner>;
+  /** `settings.version()`, e.g. `0.2.0`. */
+  readonly version: string;
   readonly scorerName: string;
-  readonly maxMemoryBytes: number;
-  /** Starts a user turn with its request (the raw user message). */
-  beginTurn(request: string, options?: TurnOptions): Turn;
-  /** The `omitted` tool, to present to the model statically whenever pruning is on. */
-  omittedTool(lang?: Lang): ToolSpec;
-  /** The paragraphs of `text` exactly as pruning splits it. */
-  paragraphs(text: string): ParagraphInfo[];
-  /**
-   * The judge router: where `message` goes by the rules file's text. With
-   * `answers` no call is made; else one non-blocking Jev call via the scorer.
-   * Rejects with a `RulesError` for an invalid rules file.
-   */
+  /** The guest's defaults (`settings.resolve([], none)`). */
+  readonly defaults: Config;
+  /** The `omitted` tool's name, read from the guest's tool object. */
+  readonly omittedToolName: string;
+  /** One agent conversation. Throws a RangeError (the guest's message) for a refused threshold. */
+  conversation(options?: ConversationOptions): Conversation;
+  /** A threshold checked by the guest: the number, or a RangeError with the guest's message. */
+  threshold(value: number | string): number;
+  /** The configuration the guest resolves from `env` and the config file. */
+  config(env?: Record<string, string | undefined>): Config;
+  isPrunable(tool: string, globs: string[]): boolean;
+  inspect(text: string): Inspection;
+  omittedTool(dialect?: Dialect, lang?: Lang): Record<string, unknown>;
+  /** The judge router; rejects with a `RulesError` for an invalid rules file. */
   route(rules: string, message: string, options?: RouteOptions): Promise<Decision>;
+  /** Stops the worker thread. */
+  close(): void;
+}
+
+export declare class Conversation {
+  private constructor();
+  readonly options: Readonly<{
+    enabled: boolean;
+    threshold: number;
+    lang: Lang;
+    agent: string;
+    jevModel: string | undefined;
+    log: (line: string) => void;
+    store: Readonly<{ maxRecords: number; maxChars: number }>;
+    deadlineCapMs: number | undefined;
+  }>;
+  readonly scorerName: string;
+  /** Results stored so far (ids `P1` … `P{count}`). */
+  readonly count: number;
+  /** The ids the store holds, oldest first. */
+  readonly storedIds: string[];
+  /** A user turn: its request, and a signal that cancels its scoring. */
+  turn(request: string, options?: { signal?: AbortSignal }): Turn;
+  /** The answer to a model's `omitted` call (JSON text or object); never throws for a guest failure. */
+  omitted(args: string | { id: string; from?: number; to?: number }): OmittedAnswer;
+  /** The `omitted` tool in an SDK's shape, parsed from the guest's JSON. */
+  omittedTool(dialect?: Dialect, lang?: Lang): Record<string, unknown>;
 }
 
 export declare class Turn {
   private constructor();
-  readonly options: Readonly<Required<Pick<TurnOptions, 'threshold' | 'lang' | 'agent' | 'enabled'>>> & {
-    readonly request: string;
-  };
-  readonly scorerName: string;
-  /** Every `ok` result pruned in this turn (copies). */
-  readonly stored: StoredResult[];
-  /** Prunes one tool result; the event loop runs while the scorer answers. Never rejects for a guest failure. */
+  readonly request: string;
+  readonly conversation: Conversation;
+  /** Prunes one tool result; the event loop runs meanwhile. Never rejects for a guest or scorer failure. */
   onToolResult(result: ToolResult, options?: { signal?: AbortSignal }): Promise<PruneResult>;
-  /** The blocking form (the `prune` export): offline scorer, or a scorer with `scoreSync`. */
-  onToolResultSync(result: ToolResult): PruneResult;
-  /**
-   * The `omitted` tool: the model's JSON arguments `{id, from, to}` (text or object). Throws if the guest trapped.
-   * A text with lone surrogates is not JSON: the answer is the guest's `invalid` one (argument `arguments`).
-   */
-  omitted(args: string | { id: string; from: number; to: number }): OmittedResult;
-  /** The `omitted` tool's spec in the turn's language. */
-  omittedTool(): ToolSpec;
+  /** The blocking form: the offline scorer, the stub, or a scorer with `scoreSync`. */
+  onToolResultSync(result: ToolResult, options?: { signal?: AbortSignal }): PruneResult;
 }
 
-/** Thrown by `jevScorer` when the settings cannot send; never contains the token. */
-export declare class JevConfigError extends Error {}
-
-export interface JevScorerOptions {
-  /** Default `cloudflare`. */
-  route?: 'cloudflare' | 'typesafe' | 'vercel';
-  /** Cloudflare account id (cloudflare route). */
-  accountId?: string;
-  /** The API token: sent only as `Authorization: Bearer …`. */
-  token: string;
-  /** Overrides the route's base URL: https, or http to a loopback host. */
-  baseUrl?: string;
-  /** Model named in the body on the typesafe / vercel routes (default `jev-1.13.0`). */
-  model?: string;
-  /** Another fetch (tests, proxies). */
-  fetch?: typeof globalThis.fetch;
-  /** Tests only: lowers the deadline (ms). */
-  deadlineCapMs?: number;
-}
-
-export interface JevScorer extends Scorer {
+/** The Jev transport on `fetch`, configured by the guest's `settings.resolve`. */
+export declare class JevScorer implements Scorer {
+  private constructor();
+  /** From a configuration: null when its token variable is unset in `env`; a `ConfigError` when incomplete. */
+  static fromConfig(config: Config, env?: Record<string, string | undefined>, options?: { fetch?: typeof globalThis.fetch }): JevScorer | null;
+  /** `fromConfig(pruner.config(env), env)`, with the shared pruner unless given. */
+  static fromEnv(env?: Record<string, string | undefined>, options?: { pruner?: Pruner; fetch?: typeof globalThis.fetch }): Promise<JevScorer | null>;
   readonly name: 'jev';
-  readonly route: 'cloudflare' | 'typesafe' | 'vercel';
+  readonly route: string;
   /** Where batches are POSTed (no secret in it). */
   readonly url: string;
-  score(request: ScoringRequest, options?: { signal?: AbortSignal }): Promise<ScoringResponseLike>;
+  readonly jevModel: string | undefined;
+  readonly loopback: boolean;
+  score(request: ScoringRequest, context: ScoringContext): Promise<BatchAnswer[]>;
 }
-
-/** The Jev transport on `fetch`: ≤ maxInFlight in flight, the deadline, cancellation, one retry on 429/5xx. */
-export declare function jevScorer(options: JevScorerOptions): JevScorer;
-export declare namespace jevScorer {
-  /** From TOOLPRUNE_JEV_* variables; null when no token is set. */
-  function fromEnv(env?: Record<string, string | undefined>, extra?: Partial<JevScorerOptions>): JevScorer | null;
-}
-
-/** A word-overlap stand-in for tests: **not a relevance model**. */
-export declare function stubScorer(): Scorer & { readonly name: 'stub' };
-
-/** A scorer's answer in the exact shape the guest takes. */
-export declare function normalizeResponse(
-  response: unknown,
-  request: ScoringRequest,
-  measuredMs?: number,
-): { answers: { tag: 'ok'; val: BatchAnswer[] } | { tag: 'err'; val: ScoringStop }; elapsedMs: number };
-
-export declare const JEV_ENV_VARS: readonly string[];
-export declare const DEFAULT_JEV_MODEL: string;
-export declare const DEFAULT_MEMORY_BYTES: number;
-export declare const MAX_MEMORY_BYTES: number;

@@ -1,35 +1,65 @@
-// Compiled by `npm run typecheck` (tsc --noEmit): the README's embedding and
-// a custom scorer type-check against src/index.d.ts.
-import { Pruner, RulesError, jevScorer, type Decision, type Scorer, type PruneResult } from '../src/index.js';
+// Compiled by `npm run typecheck` (tsc --noEmit): the README's embedding, a
+// custom scorer and the judge type-check against src/index.d.ts.
+import {
+  ConfigError,
+  JevScorer,
+  Pruner,
+  RulesError,
+  type Decision,
+  type FailureClass,
+  type Gate,
+  type OmittedOutcome,
+  type Outcome,
+  type PruneResult,
+  type Scorer,
+} from '../src/index.js';
 
 const custom: Scorer = {
   name: 'mine',
   async score(request, { signal }) {
     signal.throwIfAborted();
-    return { answers: request.batches.map((b) => ({ scores: Array.from(b.paragraphs, () => 0.5) })) };
+    return request.batches.map((b) => ({ scores: Array.from(b.paragraphs, () => 0.5) }));
   },
 };
 
 export async function embed(userMessage: string, pageText: string): Promise<string> {
-  const pruner = await Pruner.load({ scorer: jevScorer.fromEnv() ?? 'offline' });
-  const turn = pruner.beginTurn(userMessage, { enabled: true, threshold: 0.2, lang: 'en' });
+  const pruner = await Pruner.load();
+  const jev = await JevScorer.fromEnv(process.env, { pruner });
+  const conversation = pruner.conversation({ enabled: true, threshold: '0.2', lang: 'en', scorer: jev ?? 'offline' });
+  const turn = conversation.turn(userMessage, { signal: AbortSignal.timeout(30_000) });
   const result: PruneResult = await turn.onToolResult({ tool: 'fetch', ok: true, prunable: true, text: pageText });
-  const back = turn.omitted({ id: 'P1', from: 8, to: 14 });
-  const tool = pruner.omittedTool('ja');
-  const other = pruner.beginTurn(userMessage, { enabled: true, scorer: custom });
-  await other.onToolResult({ prunable: true, text: pageText }, { signal: AbortSignal.timeout(1000) });
-  return `${result.body}${back.text}${tool.inputSchema}${result.report?.counts.keptChars ?? 0}`;
+  const outcome: Outcome = result.outcome;
+  const back = conversation.omitted({ id: 'P1', from: 8, to: 14 });
+  const tool = conversation.omittedTool('anthropic', 'ja');
+  const other = pruner.conversation({ enabled: true, scorer: custom, store: { maxRecords: 16 } });
+  await other.turn(userMessage).onToolResult({ prunable: true, text: pageText, report: true });
+  const sync = other.turn(userMessage).onToolResultSync({ prunable: true, text: pageText, scorer: 'stub' });
+  const units = pruner.inspect(pageText).units.length;
+  return `${result.body}${back.text}${String(tool.name)}${outcome}${result.counts?.keptChars ?? 0}${sync.id ?? ''}${units}${pruner.omittedToolName}`;
 }
 
 export async function judge(rules: string, message: string, answers?: string): Promise<string> {
   const pruner = await Pruner.load();
   try {
+    const config = pruner.config();
+    const jev = JevScorer.fromConfig(config);
     const d: Decision = answers
       ? await pruner.route(rules, message, { answers })
-      : await pruner.route(rules, message, { scorer: jevScorer.fromEnv() ?? 'stub', signal: AbortSignal.timeout(5000) });
+      : await pruner.route(rules, message, { scorer: jev ?? custom, signal: AbortSignal.timeout(5000) });
     return d.verdict === 'routed' ? (d.to ?? []).join(',') : `${d.verdict} ${d.rule ?? 'otherwise'} ${d.answers[0]?.p ?? 0}`;
   } catch (error) {
     if (error instanceof RulesError) return error.errors.map((e) => `${e.line}:${e.column}`).join(' ');
+    if (error instanceof ConfigError) return error.message;
     throw error;
   }
 }
+
+// The enum types are the guest's, in the SPEC's spelling (derived from jco's declarations).
+export const outcomes: Outcome[] = ['ok', 'skipped', 'no_basis', 'all_dropped', 'nothing_dropped', 'below_floor', 'timeout', 'failed', 'cancelled', 'structured'];
+// @ts-expect-error: the WIT spelling is not the public one
+export const kebab: Outcome = 'no-basis';
+// @ts-expect-error: not an outcome at all
+export const unknown: Outcome = 'pruned';
+export const gate: Gate = 'too_short';
+export const failure: FailureClass = 'http_5xx';
+export const omitted: OmittedOutcome = 'not_found';

@@ -1,0 +1,466 @@
+// One agent conversation (the id counter and the bounded store of pruned
+// results, SPEC §10) and its user turns; the fail-open rules (SPEC §11);
+// writing the log lines (SPEC §12). Host design "Rules every host
+// implements identically".
+//
+// Every result goes through a `prune-job`: `new(input)` → the job's
+// `scoring-request` → scored here by the conversation's scorer → `finish(
+// response, count + 1)`. Guest calls are posted one at a time (src/engine.js)
+// and a call's arguments are made when it is posted, so `count + 1` is read
+// after every earlier `finish` was settled: concurrent results get ids in
+// the order they finish, unique, no gaps. The host never parses the text,
+// counts characters or decides a gate.
+
+import { checkScorer, scoreAsync, scoreSync } from './scoring.js';
+import * as wit from './wit.js';
+
+/** The fixed line when even the guest's `settings.failure-line` fails (host design rule 4). */
+export const INSTANTIATE_LINE = 'tool prune: outcome=failed reason=instantiate';
+/** What the model reads when even `omitted.unavailable` fails (as the Rust host). */
+const UNAVAILABLE = 'omitted is unavailable right now; try again';
+
+/** WIT enum `lang` and `omitted.dialect`: checked here so that a typo is a TypeError, not a guest failure. */
+const LANGS = new Set(['ja', 'en']);
+const DIALECTS = new Set(['plain', 'openai', 'anthropic', 'mcp']);
+
+export function checkLang(lang) {
+  if (!LANGS.has(lang)) throw new TypeError(`toolprune: lang must be 'ja' or 'en', not ${JSON.stringify(lang)}`);
+  return lang;
+}
+
+export function checkDialect(dialect) {
+  if (!DIALECTS.has(dialect)) {
+    throw new TypeError(`toolprune: dialect must be one of ${[...DIALECTS].join(', ')}, not ${JSON.stringify(dialect)}`);
+  }
+  return dialect;
+}
+
+export function defaultLog(line) {
+  process.stderr.write(`${line}\n`);
+}
+
+/** How many lone surrogates `s` holds (for messages: a count, never text). */
+function loneSurrogates(s) {
+  return s.match(/\p{Cs}/gu)?.length ?? 0;
+}
+
+/** Throws a TypeError when `s` cannot cross a WIT string unchanged (for calls whose answer would describe another text). */
+export function wellFormed(what, s) {
+  if (!s.isWellFormed()) {
+    throw new TypeError(`toolprune: ${what} holds ${loneSurrogates(s)} lone surrogate(s); a WIT string cannot carry them`);
+  }
+}
+
+/**
+ * A WIT `string` holds Unicode scalar values only: jco would turn each lone
+ * surrogate into U+FFFD, so the body would no longer be the text the tool
+ * returned. The host failure for such an input, or null.
+ */
+function illFormed(input, scorerName) {
+  if (!input.text.isWellFormed()) {
+    return { reason: 'invalid_text', limit: null, message: `the tool result text holds ${loneSurrogates(input.text)} lone surrogate(s); it was not pruned` };
+  }
+  for (const [what, s] of [
+    ['the request', input.request],
+    ['the tool name', input.tool],
+    ['the agent', input.agent],
+    ['the scorer name', scorerName],
+    ['the Jev model', input.jevModel],
+  ]) {
+    if (typeof s === 'string' && !s.isWellFormed()) {
+      return { reason: 'invalid_input', limit: null, message: `${what} holds ${loneSurrogates(s)} lone surrogate(s); it was not pruned` };
+    }
+  }
+  return null;
+}
+
+/** The same input with every string well-formed (lone surrogates → U+FFFD, as jco would send them). */
+function wellFormedInput(input) {
+  const fix = (s) => (typeof s === 'string' ? s.toWellFormed() : s);
+  return {
+    ...input,
+    request: fix(input.request),
+    text: fix(input.text),
+    scorer: input.scorer.tag === 'host' ? { tag: 'host', val: fix(input.scorer.val) } : input.scorer,
+    jevModel: fix(input.jevModel),
+    agent: fix(input.agent),
+    tool: fix(input.tool),
+  };
+}
+
+function toolResult(result) {
+  if (!result || typeof result !== 'object') throw new TypeError('toolprune: a tool result is an object { tool, text, ok, prunable }');
+  const { tool = 'tool', ok = true, prunable = false, report = false, scorer, text } = result;
+  if (typeof text !== 'string') throw new TypeError('toolprune: the tool result text must be a string');
+  if (typeof tool !== 'string') throw new TypeError('toolprune: tool must be a string');
+  return { tool, text, ok: ok === true, prunable: prunable === true, report: report === true, scorer };
+}
+
+/** A result with the guest's answer. `body` is the input string itself when the guest kept it. */
+function fromGuest(text, pruned) {
+  return {
+    body: pruned.body ?? text,
+    raw: text,
+    outcome: wit.snake(pruned.outcome),
+    gate: wit.snake(pruned.gate),
+    id: pruned.record?.id ?? null,
+    shape: wit.snake(pruned.shape),
+    counts: wit.counts(pruned.counts),
+    ratio: pruned.ratio ?? null,
+    threshold: pruned.threshold,
+    logLine: pruned.logLine ?? null,
+    servedModel: pruned.servedModel ?? null,
+    paragraphs: pruned.paragraphs.map(wit.paragraphReport),
+    failures: pruned.failures.map(wit.batchFailure),
+    failure: null,
+  };
+}
+
+/** A result the guest gave no answer for: the input itself, outcome `failed`. */
+function failedOpen(text, failure, logLine) {
+  return {
+    body: text,
+    raw: text,
+    outcome: 'failed',
+    gate: null,
+    id: null,
+    shape: null,
+    counts: null,
+    ratio: null,
+    threshold: null,
+    logLine,
+    servedModel: null,
+    paragraphs: [],
+    failures: [],
+    failure,
+  };
+}
+
+function hostFailure(trap) {
+  return { reason: 'guest_trap', limit: trap.limit ?? null, message: trap.message };
+}
+
+/**
+ * Runs a flow (a generator yielding guest calls and scoring requests) with
+ * blocking calls. Effects: `{call, args, onAnswer}` → the answer;
+ * `{score, request}` → a scoring response.
+ */
+function runSync(flow, engine, scoring) {
+  let step = flow.next();
+  while (!step.done) {
+    const effect = step.value;
+    const value = effect.call ? engine.callSync(effect.call, effect.args, effect.onAnswer) : scoring(effect);
+    step = flow.next(value);
+  }
+  return step.value;
+}
+
+/** The same, awaiting each effect (the event loop runs meanwhile). */
+async function runAsync(flow, engine, scoring) {
+  let step = flow.next();
+  while (!step.done) {
+    const effect = step.value;
+    const value = effect.call ? await engine.call(effect.call, effect.args, effect.onAnswer) : await scoring(effect);
+    step = flow.next(value);
+  }
+  return step.value;
+}
+
+/**
+ * One agent conversation: its options, the id counter and the bounded
+ * store of pruned results (ids `P1`, `P2`, … unique across all its turns).
+ * Make one with `pruner.conversation(options)`.
+ */
+export class Conversation {
+  #engine;
+  #options;
+  #scorer;
+  /** Results stored so far: never decremented, never reset per turn. */
+  #count = 0;
+  /** Stored results, oldest first, and the characters they weigh together. */
+  #store = [];
+  #storeChars = 0n;
+
+  /** @private use `pruner.conversation(options)` */
+  constructor(engine, options, scorer) {
+    this.#engine = engine;
+    this.#options = options;
+    this.#scorer = scorer;
+  }
+
+  /** The options in effect (threshold as the guest checked it, store limits). */
+  get options() {
+    return this.#options;
+  }
+
+  /** The scorer's name (`offline`, `stub`, `jev`, …). */
+  get scorerName() {
+    return this.#scorer.name;
+  }
+
+  /** Results stored so far (the last id is `P{count}`). */
+  get count() {
+    return this.#count;
+  }
+
+  /** The ids the store holds, oldest first. */
+  get storedIds() {
+    return this.#store.map((r) => r.id);
+  }
+
+  /**
+   * Starts a user turn: `request` is the user's message (the guest takes
+   * the basis). `signal` cancels the turn's scoring (outcome `cancelled`).
+   */
+  turn(request, { signal } = {}) {
+    if (typeof request !== 'string') throw new TypeError('toolprune: the request must be a string');
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('toolprune: signal must be an AbortSignal');
+    return new Turn(this, request, signal);
+  }
+
+  /**
+   * The answer to a model's `omitted` tool call (SPEC §10): `args` is its
+   * JSON text (or an object, serialized). `text` goes back to the model
+   * whatever the outcome; the `tool omitted:` line is written to the log.
+   * Never throws for a guest failure: outcome `failed`, the guest's
+   * "try again" text.
+   */
+  omitted(args) {
+    let text = typeof args === 'string' ? args : JSON.stringify(args ?? null);
+    // Lone surrogates: not JSON text (and jco would send U+FFFD). An empty
+    // text gets the guest's own `invalid` answer.
+    if (typeof text !== 'string' || !text.isWellFormed()) text = '';
+    const { lang, agent, log } = this.#options;
+    const engine = this.#engine;
+    let failure = null;
+    let answer;
+    const id = engine.callSync('requestedId', { args: text });
+    if (id.ok) {
+      const found = id.value === undefined ? undefined : this.#store.find((r) => r.id === id.value);
+      const answered = engine.callSync('answer', { args: text, lang, agent, found });
+      if (answered.ok) answer = { outcome: wit.snake(answered.value.outcome), text: answered.value.text, logLine: answered.value.logLine, failure: null };
+      else failure = hostFailure(answered.trap);
+    } else {
+      failure = hostFailure(id.trap);
+    }
+    if (!answer) {
+      const unavailable = engine.callSync('unavailable', { lang });
+      const line = engine.callSync('failureLine', { operation: 'omitted', agent, tool: '', failure: 'guest-trap', limit: wit.kebab(failure.limit) });
+      answer = {
+        outcome: 'failed',
+        text: unavailable.ok ? unavailable.value : UNAVAILABLE,
+        logLine: line.ok ? line.value : INSTANTIATE_LINE,
+        failure,
+      };
+    }
+    log(answer.logLine);
+    return answer;
+  }
+
+  /**
+   * The `omitted` tool as the model sees it (SPEC §10), in an SDK's shape:
+   * `plain` (`{name, description, parameters}`), `openai`, `anthropic`,
+   * `mcp`; the guest's JSON, parsed. `lang` defaults to the conversation's.
+   */
+  omittedTool(dialect = 'plain', lang = this.#options.lang) {
+    checkDialect(dialect);
+    checkLang(lang);
+    const answer = this.#engine.callSync('tool', { lang, dialect });
+    if (!answer.ok) throw new Error(`toolprune: the component failed (guest_trap): ${answer.trap.message}`);
+    return JSON.parse(answer.value);
+  }
+
+  /** Stores a result the guest stored as `P{count + 1}`; evicts the oldest past the bounds. */
+  #keep(pruned) {
+    const record = pruned.record;
+    if (!record) return;
+    this.#count += 1;
+    this.#store.push(record);
+    this.#storeChars += BigInt(record.chars);
+    const { maxRecords, maxChars } = this.#options.store;
+    while (this.#store.length > 0 && (this.#store.length > maxRecords || this.#storeChars > BigInt(maxChars))) {
+      this.#storeChars -= BigInt(this.#store.shift().chars);
+    }
+  }
+
+  #input(request, r, scorer) {
+    const o = this.#options;
+    return {
+      request,
+      text: r.text,
+      enabled: o.enabled,
+      succeeded: r.ok,
+      prunable: r.prunable,
+      threshold: o.threshold,
+      lang: o.lang,
+      scorer: scorer.kind === 'offline' ? { tag: 'offline' } : { tag: 'host', val: scorer.name },
+      jevModel: o.jevModel ?? (typeof scorer.scorer?.jevModel === 'string' ? scorer.scorer.jevModel : undefined),
+      agent: o.agent,
+      tool: r.tool,
+      report: r.report,
+    };
+  }
+
+  /** Writes the line of a guest answer; a `finish` answer with a record is stored at once (in order). */
+  #onPruned = (answer) => {
+    if (answer.ok && answer.value.pruned) this.#keep(answer.value.pruned);
+    return answer;
+  };
+
+  /**
+   * The whole of one result, as a flow of effects (run by `runSync` /
+   * `runAsync`): the guest's calls and, in between, the scoring.
+   */
+  *#flow(request, result, signals) {
+    const r = toolResult(result);
+    const scorer = r.scorer === undefined ? this.#scorer : checkScorer(r.scorer);
+    const input = this.#input(request, r, scorer);
+    const o = this.#options;
+
+    const invalid = illFormed(input, scorer.kind === 'offline' ? undefined : scorer.name);
+    if (invalid) {
+      // The guest decides on a well-formed copy whether the result is
+      // skipped (a gate): then its answer stands, with the input itself as
+      // body. Otherwise the input is not pruned: the host failure.
+      const probe = yield { call: 'prune', args: () => ({ input: wellFormedInput(input), idNumber: this.#count + 1, probe: true }) };
+      if (probe.ok && probe.value.pruned?.outcome === 'skipped') return fromGuest(r.text, probe.value.pruned);
+      return yield* this.#failOpen(r, invalid);
+    }
+
+    const inline = scorer.kind === 'stub' && !signals.some((s) => s?.aborted);
+    const started = yield { call: 'prune', args: () => ({ input, idNumber: this.#count + 1, stub: inline }), onAnswer: this.#onPruned };
+    if (!started.ok) return yield* this.#failOpen(r, hostFailure(started.trap));
+    let pruned = started.value.pruned;
+    if (!pruned) {
+      const { job, request: scoringRequest } = started.value;
+      let response;
+      if (scorer.kind === 'host') {
+        response = yield { score: scoringRequest, scorer: scorer.scorer, signals, deadlineCapMs: o.deadlineCapMs };
+      } else if (scorer.kind === 'stub') {
+        // The stub, with a signal already aborted: its request is answered
+        // like any scorer's, so cancellation wins.
+        response = yield { score: scoringRequest, stub: true, signals, deadlineCapMs: o.deadlineCapMs };
+      }
+      // (The offline scorer never gets a request; were there one, `none`: the guest scores.)
+      if (response && !response.answers) return yield* this.#failOpen(r, hostFailure(response.trap));
+      let finished = yield { call: 'finish', args: () => ({ job, response, idNumber: this.#count + 1 }), onAnswer: this.#onPruned };
+      if (finished.ok && finished.value.missing) {
+        // The job's instance was dropped meanwhile (another call trapped):
+        // the same input makes the same job, in the new instance.
+        finished = yield { call: 'finishFresh', args: () => ({ input, response, idNumber: this.#count + 1 }), onAnswer: this.#onPruned };
+      }
+      if (!finished.ok) return yield* this.#failOpen(r, hostFailure(finished.trap));
+      pruned = finished.value.pruned;
+    }
+    const out = fromGuest(r.text, pruned);
+    if (out.logLine !== null) o.log(out.logLine);
+    return out;
+  }
+
+  /** The input back, outcome `failed`, and the guest's failure line (from a fresh instance). */
+  *#failOpen(r, failure) {
+    const { agent, log } = this.#options;
+    const line = yield {
+      call: 'failureLine',
+      args: { operation: 'prune', agent, tool: r.tool, failure: wit.kebab(failure.reason), limit: wit.kebab(failure.limit) },
+    };
+    const logLine = line.ok ? line.value : INSTANTIATE_LINE;
+    log(logLine);
+    return failedOpen(r.text, failure, logLine);
+  }
+
+  /** @private used by Turn */
+  pruneAsync(request, result, signals) {
+    const engine = this.#engine;
+    return runAsync(this.#flow(request, result, signals), engine, async (effect) => {
+      if (effect.stub) return stubResponse(effect, () => engine.call('stubScores', { request: effect.score }));
+      return scoreAsync(effect.scorer, effect.score, {
+        signals: effect.signals,
+        deadlineCapMs: effect.deadlineCapMs,
+        retryDelay: async (facts) => {
+          const answer = await engine.call('retryDelay', { facts });
+          return answer.ok ? (answer.value ?? null) : null;
+        },
+      });
+    });
+  }
+
+  /** @private used by Turn */
+  pruneSync(request, result, signals) {
+    const engine = this.#engine;
+    return runSync(this.#flow(request, result, signals), engine, (effect) => {
+      if (effect.stub) return stubResponse(effect, () => engine.callSync('stubScores', { request: effect.score }));
+      if (typeof effect.scorer.scoreSync !== 'function') {
+        throw new TypeError(`toolprune: scorer ${effect.scorer.name} has no scoreSync; use await turn.onToolResult(…)`);
+      }
+      return scoreSync(effect.scorer, effect.score, { signals: effect.signals, deadlineCapMs: effect.deadlineCapMs });
+    });
+  }
+
+  /** @private whether the result's scorer can run on the blocking path. */
+  canScoreSync(result) {
+    const scorer = result?.scorer === undefined ? this.#scorer : checkScorer(result.scorer);
+    return scorer.kind !== 'host' || typeof scorer.scorer.scoreSync === 'function';
+  }
+}
+
+/**
+ * The stub's response (`pruner.stub-scores`, a guest call: `ask`), unless
+ * the turn was cancelled first. A trap comes back as `{trap}`.
+ */
+function stubResponse(effect, ask) {
+  if (effect.signals.some((s) => s?.aborted)) return { answers: { tag: 'err', val: 'cancelled' }, elapsedMs: 0 };
+  const settle = (answer) => (answer.ok ? answer.value : { trap: answer.trap });
+  const answer = ask();
+  return answer instanceof Promise ? answer.then(settle) : settle(answer);
+}
+
+/**
+ * One user turn of a conversation: its request and cancellation. Results
+ * of one turn may be pruned concurrently.
+ */
+export class Turn {
+  #conversation;
+  #request;
+  #signal;
+
+  /** @private use `conversation.turn(request, { signal })` */
+  constructor(conversation, request, signal) {
+    this.#conversation = conversation;
+    this.#request = request;
+    this.#signal = signal;
+  }
+
+  /** The user's request (raw). */
+  get request() {
+    return this.#request;
+  }
+
+  /** The conversation this turn belongs to. */
+  get conversation() {
+    return this.#conversation;
+  }
+
+  /**
+   * Prunes one tool result without blocking the event loop: the guest
+   * prepares the scoring request, the scorer is awaited, the guest
+   * finishes. Never rejects for a guest or scorer failure: the input comes
+   * back (outcome `failed`, `timeout`, `cancelled`). `signal` cancels this
+   * result's scoring (as the turn's does).
+   */
+  async onToolResult(result, { signal } = {}) {
+    return this.#conversation.pruneAsync(this.#request, result, [this.#signal, signal]);
+  }
+
+  /**
+   * The same, blocking: for the offline scorer, the stub, or a scorer with
+   * `scoreSync(request, context)` (a TypeError otherwise).
+   */
+  onToolResultSync(result, { signal } = {}) {
+    if (!this.#conversation.canScoreSync(result)) {
+      const name = result?.scorer?.name ?? this.#conversation.scorerName;
+      throw new TypeError(`toolprune: scorer ${name} has no scoreSync; use await turn.onToolResult(…)`);
+    }
+    return this.#conversation.pruneSync(this.#request, result, [this.#signal, signal]);
+  }
+}

@@ -1,0 +1,280 @@
+// The public entry point: the component loaded (compiled once per process,
+// version-checked, running in its worker), conversations, and the guest's
+// settings and inspection calls.
+
+import { readFileSync } from 'node:fs';
+
+import { Conversation, checkDialect, checkLang, defaultLog, wellFormed } from './conversation.js';
+import { Engine, loadComponent } from './engine.js';
+import { ConfigError, JevScorer } from './jev.js';
+import { route } from './judge.js';
+import { checkScorer } from './scoring.js';
+import * as wit from './wit.js';
+
+const KEY = Symbol('toolprune.pruner');
+let shared = null;
+
+function guestError(answer) {
+  const error = new Error(`toolprune: the component failed (guest_trap): ${answer.trap.message}`);
+  error.reason = 'guest_trap';
+  error.limit = answer.trap.limit ?? null;
+  return error;
+}
+
+function checkLimits(limits) {
+  if (limits === undefined || limits === null) return {};
+  if (typeof limits !== 'object') throw new TypeError('toolprune: limits must be an object { wallMs, memoryBytes }');
+  const out = {};
+  for (const key of ['wallMs', 'memoryBytes']) {
+    const v = limits[key];
+    if (v === undefined) continue;
+    if (!Number.isInteger(v) || v <= 0) throw new TypeError(`toolprune: limits.${key} must be a positive integer`);
+    out[key] = v;
+  }
+  for (const key of Object.keys(limits)) {
+    if (!(key in out) && limits[key] !== undefined) throw new TypeError(`toolprune: unknown limit ${key} (this host has wallMs and memoryBytes; no fuel)`);
+  }
+  return out;
+}
+
+/**
+ * The toolprune component, compiled once per process, checked to speak
+ * contract 0.2.x, running in a worker thread. Make one with
+ * `await Pruner.load(options)`; then one `pruner.conversation()` per agent
+ * conversation.
+ */
+export class Pruner {
+  #engine;
+  #scorer;
+  #defaults;
+  #toolName = null;
+
+  /** @private use `Pruner.load` */
+  constructor(key, engine) {
+    if (key !== KEY) throw new TypeError('toolprune: use `await Pruner.load(options)`');
+    this.#engine = engine;
+  }
+
+  /**
+   * Loads the component (compiled once per process and `genDir`) and starts
+   * its worker. Before anything is instantiated, every `toolprune:pruner/*`
+   * export must be contract 0.2.x (else a `VersionError` naming both).
+   *
+   * - `scorer`: `'offline'` (default: the guest's lexical scorer, nothing
+   *   leaves the machine), `'stub'`, `'jev'` (from `env` through the guest's
+   *   configuration; a `ConfigError` if it is incomplete), or a scorer object;
+   * - `limits`: `{ wallMs, memoryBytes }` replacing the guest's per-call
+   *   limits (`settings.call-limits-for`) for every call: tests only;
+   * - `genDir`: where `npm run build` wrote the bindings (default `gen/`);
+   * - `env`: the environment for `scorer: 'jev'` (default `process.env`).
+   */
+  static async load({ scorer = 'offline', limits, genDir, env = process.env } = {}) {
+    const overrides = checkLimits(limits);
+    const chosen = scorer === 'jev' ? null : checkScorer(scorer);
+    const component = await loadComponent(genDir);
+    const engine = await Engine.start(component, overrides);
+    const pruner = new Pruner(KEY, engine);
+    try {
+      const defaults = engine.callSync('resolve', { env: [], file: undefined });
+      if (!defaults.ok) throw guestError(defaults);
+      pruner.#defaults = wit.config(defaults.value.val);
+      if (chosen) {
+        pruner.#scorer = chosen;
+      } else {
+        const config = pruner.config(env);
+        const jev = JevScorer.fromConfig(config, env);
+        if (!jev) throw new ConfigError(`no Jev token: set ${config.tokenVariable}`);
+        pruner.#scorer = checkScorer(jev);
+      }
+    } catch (error) {
+      engine.close();
+      throw error;
+    }
+    return pruner;
+  }
+
+  /** A process-wide offline pruner, loaded on first use (for `JevScorer.fromEnv`, the CLI). */
+  static shared() {
+    shared ??= Pruner.load().catch((error) => {
+      shared = null;
+      throw error;
+    });
+    return shared;
+  }
+
+  /** The component's contract version (`settings.version()`, e.g. `0.2.0`). */
+  get version() {
+    return this.#engine.version;
+  }
+
+  /** The default scorer's name (`offline`, `stub`, `jev`, …). */
+  get scorerName() {
+    return this.#scorer.name;
+  }
+
+  /** The guest's defaults (`settings.resolve([], none)`): threshold, lang, store limits, … */
+  get defaults() {
+    return this.#defaults;
+  }
+
+  /**
+   * One agent conversation (ids unique across its turns, a bounded store
+   * for `omitted`). Options (every one optional):
+   * - `enabled` (false: SPEC §2, off unless turned on);
+   * - `threshold`: a number or the user's text (`'0.30'`), checked by the
+   *   guest (`settings.threshold`, SPEC §6); a value it refuses is
+   *   refused here with a RangeError holding the guest's message. Default:
+   *   the guest's;
+   * - `lang` (`'en'` / `'ja'`; default the guest's), `agent` (log label,
+   *   default `agent`), `scorer` (default the pruner's), `jevModel` (the
+   *   model named in Jev bodies; default the scorer's);
+   * - `log`: `(line) => void` for the log lines (default stderr);
+   * - `store`: `{ maxRecords, maxChars }` (default the guest's);
+   * - `deadlineCapMs`: **tests only**, the deadline used is
+   *   `min(policy.deadline-ms, deadlineCapMs)`.
+   */
+  conversation(options = {}) {
+    const d = this.#defaults;
+    const {
+      enabled = false,
+      threshold,
+      lang = d.lang,
+      agent = 'agent',
+      scorer,
+      jevModel,
+      log = defaultLog,
+      store = {},
+      deadlineCapMs,
+    } = options ?? {};
+    checkLang(lang);
+    if (typeof agent !== 'string') throw new TypeError('toolprune: agent must be a string');
+    if (typeof log !== 'function') throw new TypeError('toolprune: log must be a function');
+    if (jevModel !== undefined && typeof jevModel !== 'string') throw new TypeError('toolprune: jevModel must be a string');
+    if (deadlineCapMs !== undefined && !(Number.isFinite(deadlineCapMs) && deadlineCapMs >= 0)) {
+      throw new TypeError('toolprune: deadlineCapMs must be a number ≥ 0');
+    }
+    const limits = {
+      maxRecords: store?.maxRecords ?? d.store.maxRecords,
+      maxChars: store?.maxChars ?? d.store.maxChars,
+    };
+    for (const [key, v] of Object.entries(limits)) {
+      if (!Number.isInteger(v) || v < 0) throw new TypeError(`toolprune: store.${key} must be a whole number`);
+    }
+    const checked = threshold === undefined ? d.threshold : this.threshold(threshold);
+    const chosen = scorer === undefined ? this.#scorer : checkScorer(scorer);
+    return new Conversation(
+      this.#engine,
+      Object.freeze({
+        enabled: enabled === true,
+        threshold: checked,
+        lang,
+        agent,
+        jevModel,
+        log,
+        store: Object.freeze(limits),
+        deadlineCapMs,
+      }),
+      chosen,
+    );
+  }
+
+  /**
+   * A threshold as a user wrote it (a number or text), checked by the
+   * guest (`settings.threshold(String(value))`): the number, or a
+   * RangeError with the guest's message (SPEC §6: refused, never replaced).
+   */
+  threshold(value) {
+    const answer = this.#engine.callSync('threshold', { value: String(value).toWellFormed() });
+    if (!answer.ok) throw guestError(answer);
+    if (answer.value.tag === 'err') {
+      const error = new RangeError(`toolprune: ${answer.value.val}`);
+      error.guestMessage = answer.value.val;
+      throw error;
+    }
+    return answer.value.val;
+  }
+
+  /**
+   * The configuration the guest resolves (defaults < config file <
+   * environment, `settings.resolve`) from `env`: only the variables the
+   * guest names (`settings.variables`) are passed in, and the file at
+   * `settings.config-path`. A `ConfigError` says what is wrong (never the
+   * file's content). The token is not read here: see `JevScorer.fromConfig`.
+   */
+  config(env = process.env) {
+    const engine = this.#engine;
+    const names = engine.callSync('variables', {});
+    if (!names.ok) throw guestError(names);
+    const pairs = names.value.filter((n) => typeof env[n] === 'string').map((n) => [n, env[n].toWellFormed()]);
+    const path = engine.callSync('configPath', { env: pairs });
+    if (!path.ok) throw guestError(path);
+    let file;
+    if (path.value !== undefined) {
+      try {
+        file = readFileSync(path.value, 'utf8').toWellFormed();
+      } catch (error) {
+        if (error?.code !== 'ENOENT') throw new ConfigError(`cannot read ${path.value}: ${error.message}`);
+      }
+    }
+    const resolved = engine.callSync('resolve', { env: pairs, file });
+    if (!resolved.ok) throw guestError(resolved);
+    if (resolved.value.tag === 'err') throw new ConfigError(resolved.value.val);
+    return wit.config(resolved.value.val);
+  }
+
+  /** Whether `tool`'s results may be pruned (`settings.is-prunable`: a glob matches, and it is no file reader, shell, editor or `omitted`). */
+  isPrunable(tool, globs) {
+    if (typeof tool !== 'string' || !Array.isArray(globs) || !globs.every((g) => typeof g === 'string')) {
+      throw new TypeError('toolprune: isPrunable(tool: string, globs: string[])');
+    }
+    const answer = this.#engine.callSync('isPrunable', { tool: tool.toWellFormed(), globs: globs.map((g) => g.toWellFormed()) });
+    if (!answer.ok) throw guestError(answer);
+    return answer.value;
+  }
+
+  /**
+   * How pruning would split `text` (`pruner.inspect`, SPEC §14): the shape
+   * (null: structured JSON, not pruned), a wrapper's string literal span
+   * (bytes), and each unit's byte and character span and kind (`scored`,
+   * `fixed`, `blank`). A TypeError for a text with lone surrogates.
+   */
+  inspect(text) {
+    if (typeof text !== 'string') throw new TypeError('toolprune: text must be a string');
+    wellFormed('text', text);
+    const answer = this.#engine.callSync('inspect', { text });
+    if (!answer.ok) throw guestError(answer);
+    return wit.inspection(answer.value);
+  }
+
+  /** The `omitted` tool in an SDK's shape (`omitted.tool`, parsed); see `conversation.omittedTool`. */
+  omittedTool(dialect = 'plain', lang = this.#defaults.lang) {
+    checkDialect(dialect);
+    checkLang(lang);
+    const answer = this.#engine.callSync('tool', { lang, dialect });
+    if (!answer.ok) throw guestError(answer);
+    return JSON.parse(answer.value);
+  }
+
+  /** The `omitted` tool's name, read from the guest's tool object. */
+  get omittedToolName() {
+    this.#toolName ??= this.omittedTool('plain', 'en').name;
+    return this.#toolName;
+  }
+
+  /**
+   * The judge router (README "Judge router"): where `message` goes by the
+   * rules file's text. With `answers` (the text of a Jev response) no call
+   * is made; otherwise one Jev call through `scorer` (default the
+   * pruner's), under the deadline, cancelled by `signal`. Writes the
+   * `judge:` line to `log`. Rejects with a `RulesError` for an invalid
+   * rules file.
+   */
+  route(rules, message, options = {}) {
+    return route(this.#engine, this.#scorer, rules, message, options);
+  }
+
+  /** Stops the worker thread (it does not keep the process alive anyway). */
+  close() {
+    this.#engine.close();
+  }
+}

@@ -1,0 +1,82 @@
+// The version check before instantiation (host design rule 8): every
+// `toolprune:pruner/*` export must carry 0.2.x, else `Pruner.load` refuses
+// with a message naming both versions. The components under test are the
+// real one with its package version rewritten (`@0.2.0` → `@0.3.0` /
+// `@0.2.7`, same length, so the binary stays valid) and transpiled by the
+// package's own build script.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { CONTRACT, Pruner, VersionError } from '../src/index.js';
+import { ROOT } from './helpers.js';
+
+const BUILD = fileURLToPath(new URL('../scripts/build.mjs', import.meta.url));
+const COMPONENT = process.env.TOOLPRUNE_WASM ?? join(ROOT, 'dist', 'toolprune.wasm');
+const work = mkdtempSync(join(tmpdir(), 'toolprune-version-'));
+
+/** The component with every `@0.2.0` renamed `@VERSION`, transpiled into a directory of its own. */
+function build(version) {
+  const wasm = join(work, `toolprune-${version}.wasm`);
+  const bytes = readFileSync(COMPONENT);
+  const from = Buffer.from('@0.2.0');
+  const to = Buffer.from(`@${version}`);
+  assert.equal(to.length, from.length);
+  const parts = [];
+  let at = 0;
+  for (let i = bytes.indexOf(from); i !== -1; i = bytes.indexOf(from, at)) {
+    parts.push(bytes.subarray(at, i), to);
+    at = i + from.length;
+  }
+  parts.push(bytes.subarray(at));
+  assert.ok(parts.length > 10, 'the component names its package version');
+  writeFileSync(wasm, Buffer.concat(parts));
+  const out = join(work, `gen-${version}`);
+  const r = spawnSync(process.execPath, [BUILD, '--out', out], { env: { ...process.env, TOOLPRUNE_WASM: wasm }, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return out;
+}
+
+let other;
+let patch;
+
+before(() => {
+  if (!existsSync(COMPONENT)) return;
+  other = build('0.3.0');
+  patch = build('0.2.7');
+});
+
+after(() => rmSync(work, { recursive: true, force: true }));
+
+test('a component of another contract version is refused before instantiation, naming both versions', { skip: !existsSync(COMPONENT) && 'no dist/toolprune.wasm' }, async () => {
+  await assert.rejects(Pruner.load({ genDir: other }), (error) => {
+    assert.ok(error instanceof VersionError);
+    assert.equal(error.message, `toolprune: this component implements contract 0.3.0, this host needs ${CONTRACT}.x (rebuild or reinstall toolprune)`);
+    assert.equal(error.found, '0.3.0');
+    return true;
+  });
+});
+
+test('another patch version of 0.2 is accepted', { skip: !existsSync(COMPONENT) && 'no dist/toolprune.wasm' }, async () => {
+  const pruner = await Pruner.load({ genDir: patch });
+  assert.equal(pruner.isPrunable('WebFetch', ['WebFetch']), true);
+  pruner.close();
+});
+
+test('the built component speaks this host\'s contract', async () => {
+  const pruner = await Pruner.load();
+  assert.ok(pruner.version.startsWith(`${CONTRACT}.`), pruner.version);
+  pruner.close();
+});
+
+test('a directory without bindings, or with a component instead of jco\'s output, is a clear error', async () => {
+  const empty = mkdtempSync(join(work, 'empty-'));
+  await assert.rejects(Pruner.load({ genDir: empty }), /no core modules in .*; run `npm run build`/);
+  writeFileSync(join(empty, 'toolprune.core.wasm'), readFileSync(COMPONENT));
+  await assert.rejects(Pruner.load({ genDir: empty }), /toolprune\.core\.wasm in .* is not a core module jco wrote/);
+});
