@@ -81,7 +81,8 @@ pub fn encode_request(model: Option<&str>, basis: &str, chunks: &[(usize, &str)]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decoded {
     /// One score per requested paragraph, in request order; `None` when the
-    /// answer is missing, not a number, or outside [0, 1] (kept, SPEC §5).
+    /// answer is missing, has no `type` or another type than `noul`, when
+    /// `noul` is not a number, or outside [0, 1] (kept, SPEC §5).
     pub scores: Vec<Option<f64>>,
     /// `usage.input_tokens`, 0 when absent.
     pub input_tokens: u64,
@@ -118,10 +119,10 @@ pub fn decode_response(body: &str, indices: &[usize]) -> Result<Decoded, DecodeE
         .iter()
         .map(|&index| {
             let answer = answers.get(&chunk_name(index))?;
-            if let Some(kind) = answer.get("type") {
-                if kind.as_str() != Some("noul") {
-                    return None;
-                }
+            // `type` is the answer's discriminator in the vendor's schema: an
+            // answer without it is not a noul answer (TypeSafe's SDK refuses it).
+            if answer.get("type")?.as_str() != Some("noul") {
+                return None;
             }
             let p = answer.get("noul")?.as_f64()?;
             (p.is_finite() && (0.0..=1.0).contains(&p)).then_some(p)
@@ -285,11 +286,22 @@ mod tests {
 
     #[test]
     fn invalid_answers_are_none() {
-        let body = r#"{"answers":{"p0":{"noul":1.5},"p1":{"noul":"0.3"},"p2":{"type":"choice","noul":0.2},"p4":{"noul":-0.01},"p5":{"noul":1}}}"#;
-        let d = decode_response(body, &[0, 1, 2, 3, 4, 5]).unwrap();
-        assert_eq!(d.scores, vec![None, None, None, None, None, Some(1.0)]);
+        let body = r#"{"answers":{"p0":{"type":"noul","noul":1.5},"p1":{"type":"noul","noul":"0.3"},"p2":{"type":"choice","noul":0.2},
+            "p4":{"type":"noul","noul":-0.01},"p5":{"type":"noul","noul":1},"p6":{"noul":0.5},"p7":{"type":null,"noul":0.5},"p8":0.5}}"#;
+        let d = decode_response(body, &[0, 1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        assert_eq!(d.scores, vec![None, None, None, None, None, Some(1.0), None, None, None]);
         assert_eq!(d.input_tokens, 0);
         assert_eq!(d.model, None);
+    }
+
+    #[test]
+    fn scores_of_up_to_15_significant_digits_are_read_exactly() {
+        // serde_json's default number parser (no `float_roundtrip`) is exact
+        // here; at 16–17 digits it may be 1 ULP off (0.19999999999999998 → 0.2).
+        let body = r#"{"answers":{"p0":{"type":"noul","noul":0.199999999999999},"p1":{"type":"noul","noul":0.999999999999999},
+            "p2":{"type":"noul","noul":0.945270695553922},"p3":{"type":"noul","noul":5e-324}}}"#;
+        let d = decode_response(body, &[0, 1, 2, 3]).unwrap();
+        assert_eq!(d.scores, vec![Some(0.199999999999999), Some(0.999999999999999), Some(0.945270695553922), Some(5e-324)]);
     }
 
     #[test]

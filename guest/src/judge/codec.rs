@@ -23,8 +23,16 @@
 //! choice's value is its most probable declared option (ties: the one Jev
 //! named, else the first declared); a score's value is its most probable
 //! level, 1-based (ties: the lower), and its mean is Jev's 0-based `score`
-//! plus 1 (or, without `score`, computed from the probabilities).
-//! `confidence` is never read.
+//! plus 1 (computed from the probabilities when `score` is outside the
+//! levels). `confidence`, `legend` and `model` are never read.
+//!
+//! What is read must have the vendor's shape (the OpenAPI schema behind
+//! TypeSafe's SDK, checked by `hosts/python/tests/test_jev_sdk.py`): `type`
+//! is required and must be the question's; a choice needs `choice` (a
+//! string) and `probabilities` (an object of numbers); a score needs `score`
+//! (a number) and `probabilities` (an object of numbers keyed by integer
+//! levels; levels outside the question are ignored). Anything else is no
+//! answer: what the vendor's own client refuses never routes a message.
 
 use serde_json::Value;
 
@@ -180,10 +188,8 @@ fn answer(q: &Question, a: &Value) -> Option<Answer> {
         Kind::Noul { .. } => "noul",
         Kind::Score { .. } => "score",
     };
-    if let Some(kind) = a.get("type") {
-        if kind.as_str() != Some(expected) {
-            return None;
-        }
+    if a.get("type")?.as_str() != Some(expected) {
+        return None;
     }
     match &q.kind {
         Kind::Noul { .. } => Some(Answer::Noul {
@@ -191,14 +197,15 @@ fn answer(q: &Question, a: &Value) -> Option<Answer> {
         }),
         Kind::Choice { options } => {
             let probs = a.get("probabilities")?.as_object()?;
+            if !probs.values().all(Value::is_number) {
+                return None;
+            }
             let hs = options
                 .iter()
                 .map(|(name, _)| probs.get(name).map_or(Some(0), hundredths))
                 .collect::<Option<Vec<u32>>>()?;
-            let named = a.get("choice").and_then(Value::as_str);
-            let prefer = options
-                .iter()
-                .position(|(name, _)| Some(name.as_str()) == named);
+            let named = a.get("choice")?.as_str()?;
+            let prefer = options.iter().position(|(name, _)| name == named);
             let (best, margin) = top_two(&hs, prefer)?;
             Some(Answer::Choice {
                 option: options[best].0.clone(),
@@ -208,11 +215,12 @@ fn answer(q: &Question, a: &Value) -> Option<Answer> {
         }
         Kind::Score { levels } => {
             let hs = level_probabilities(a.get("probabilities")?, levels)?;
+            let score = a.get("score")?.as_f64()?;
             let (best, margin) = top_two(&hs, None)?;
             let total: u32 = hs.iter().sum();
             let n = levels.len() as f64;
-            let mean0 = match a.get("score").and_then(Value::as_f64) {
-                Some(s) if s.is_finite() && (0.0..=n - 1.0).contains(&s) => s,
+            let mean0 = match score {
+                s if s.is_finite() && (0.0..=n - 1.0).contains(&s) => s,
                 _ => {
                     hs.iter()
                         .enumerate()
@@ -232,35 +240,21 @@ fn answer(q: &Question, a: &Value) -> Option<Answer> {
     }
 }
 
-/// The probability of each level, from `{"0": p, …}` (Jev's form), the
-/// levels' own texts as keys, or an array. A missing level counts 0.
+/// The probability of each level from `{"0": p, …}` (Jev's form: keys are
+/// the 0-based levels). A missing level counts 0; an integer key outside the
+/// levels is ignored (its value must still be a number); any other key, an
+/// array or a non-number is no answer.
 fn level_probabilities(probs: &Value, levels: &[String]) -> Option<Vec<u32>> {
-    match probs {
-        Value::Array(items) => {
-            if items.len() != levels.len() {
-                return None;
-            }
-            items.iter().map(hundredths).collect()
+    let mut hs = vec![0u32; levels.len()];
+    for (key, value) in probs.as_object()? {
+        let level = key.parse::<i64>().ok()?;
+        match usize::try_from(level).ok().filter(|&k| k < levels.len()) {
+            Some(k) => hs[k] = hundredths(value)?,
+            None if value.is_number() => {}
+            None => return None,
         }
-        Value::Object(map) => {
-            let mut hs = vec![0u32; levels.len()];
-            for (key, value) in map {
-                let Some(k) = level_index(key, levels) else {
-                    continue;
-                };
-                hs[k] = hundredths(value)?;
-            }
-            Some(hs)
-        }
-        _ => None,
     }
-}
-
-fn level_index(key: &str, levels: &[String]) -> Option<usize> {
-    key.parse::<usize>()
-        .ok()
-        .filter(|&k| k < levels.len())
-        .or_else(|| levels.iter().position(|l| l == key))
+    Some(hs)
 }
 
 /// The index of the highest value and its lead over the next one. Ties go
@@ -390,9 +384,9 @@ mod tests {
 
     #[test]
     fn probabilities_are_rounded_to_hundredths() {
-        let body = r#"{"answers":{"risky":{"noul":0.6999999},
-            "kind":{"probabilities":{"research":0.554,"implement":0.446}},
-            "size":{"probabilities":[0.333,0.333,0.334]}}}"#;
+        let body = r#"{"answers":{"risky":{"type":"noul","noul":0.6999999},
+            "kind":{"type":"choice","choice":"research","probabilities":{"research":0.554,"implement":0.446}},
+            "size":{"type":"score","score":-1,"probabilities":{"0":0.333,"1":0.333,"2":0.334}}}}"#;
         let d = decode_response(body, &questions()).unwrap();
         assert_eq!(d.answers[0], Answer::Noul { p: 0.7 });
         assert_eq!(
@@ -403,8 +397,8 @@ mod tests {
                 margin: 0.1
             }
         );
-        // Ties (0.33 × 3 once rounded) go to the lower level; the mean, without
-        // `score`, is computed from the rounded probabilities.
+        // Ties (0.33 × 3 once rounded) go to the lower level; the mean, with a
+        // `score` outside the levels, is computed from the rounded probabilities.
         assert_eq!(
             d.answers[2],
             Answer::Score {
@@ -418,8 +412,9 @@ mod tests {
 
     #[test]
     fn a_choice_tie_goes_to_the_named_option() {
-        let body = r#"{"answers":{"risky":{"noul":0},"kind":{"choice":"implement","probabilities":{"research":0.5,"implement":0.5}},
-            "size":{"probabilities":{"few":1.0}}}}"#;
+        let body = r#"{"answers":{"risky":{"type":"noul","noul":0},
+            "kind":{"type":"choice","choice":"implement","probabilities":{"research":0.5,"implement":0.5}},
+            "size":{"type":"score","score":1,"probabilities":{"1":1.0}}}}"#;
         let d = decode_response(body, &questions()).unwrap();
         assert_eq!(
             d.answers[1],
@@ -437,25 +432,70 @@ mod tests {
                 margin: 1.0,
                 mean: 2.0
             },
-            "level texts as keys"
+            "a missing level counts 0"
         );
     }
 
     #[test]
-    fn an_unusable_answer_is_no_answer() {
-        let cases = [
-            r#"{"answers":{"kind":{},"size":{}}}"#,
-            r#"{"answers":{"risky":{"noul":1.5},"kind":{"probabilities":{"research":1}},"size":{"probabilities":[0,0,1]}}}"#,
-            r#"{"answers":{"risky":{"type":"choice","noul":0.5},"kind":{"probabilities":{"research":1}},"size":{"probabilities":[0,0,1]}}}"#,
-            r#"{"answers":{"risky":{"noul":0.5},"kind":{"choice":"research"},"size":{"probabilities":[0,0,1]}}}"#,
-            r#"{"answers":{"risky":{"noul":0.5},"kind":{"probabilities":{"research":"0.9"}},"size":{"probabilities":[0,0,1]}}}"#,
-            r#"{"answers":{"risky":{"noul":0.5},"kind":{"probabilities":{"nothing":1}},"size":{"probabilities":[0,0,1]}}}"#,
-            r#"{"answers":{"risky":{"noul":0.5},"kind":{"probabilities":{"research":1}},"size":{"probabilities":[0,1]}}}"#,
-            r#"{"answers":{"risky":{"noul":0.5},"kind":{"probabilities":{"research":1}},"size":{"score":2}}}"#,
-        ];
+    fn integer_levels_outside_the_question_are_ignored() {
+        let body = r#"{"answers":{"risky":{"type":"noul","noul":0},
+            "kind":{"type":"choice","choice":"other","probabilities":{"research":0.2,"implement":0.1,"other":0.7}},
+            "size":{"type":"score","score":2,"probabilities":{"+2":0.9,"-1":0.05,"7":3,"0":0.05}}}}"#;
+        let d = decode_response(body, &questions()).unwrap();
+        assert_eq!(
+            d.answers[2],
+            Answer::Score {
+                level: 3,
+                p: 0.9,
+                margin: 0.85,
+                mean: 3.0
+            }
+        );
+    }
+
+    #[test]
+    fn an_answer_the_vendors_schema_refuses_is_no_answer() {
+        let risky = r#""risky":{"type":"noul","noul":0.5}"#;
+        let kind = r#""kind":{"type":"choice","choice":"research","probabilities":{"research":1}}"#;
+        let size = r#""size":{"type":"score","score":2,"probabilities":{"2":1}}"#;
+        let body = |r: &str, k: &str, s: &str| format!(r#"{{"answers":{{{r},{k},{s}}}}}"#);
+        assert!(decode_response(&body(risky, kind, size), &questions()).is_ok());
+        let mut cases = vec![r#"{"answers":{"kind":{},"size":{}}}"#.to_string()];
+        for r in [
+            r#""risky":{"type":"noul","noul":1.5}"#,
+            r#""risky":{"type":"choice","noul":0.5}"#,
+            r#""risky":{"noul":0.5}"#,
+            r#""risky":{"type":null,"noul":0.5}"#,
+        ] {
+            cases.push(body(r, kind, size));
+        }
+        for k in [
+            r#""kind":{"type":"choice","choice":"research"}"#,
+            r#""kind":{"type":"choice","choice":"research","probabilities":{"research":"0.9"}}"#,
+            r#""kind":{"type":"choice","choice":"nothing","probabilities":{"nothing":1}}"#,
+            r#""kind":{"type":"choice","probabilities":{"research":1}}"#,
+            r#""kind":{"type":"choice","choice":3,"probabilities":{"research":1}}"#,
+            r#""kind":{"type":"choice","choice":"research","probabilities":{"research":1,"x":"y"}}"#,
+            r#""kind":{"type":"choice","choice":"research","probabilities":[1,0,0]}"#,
+            r#""kind":{"choice":"research","probabilities":{"research":1}}"#,
+        ] {
+            cases.push(body(risky, k, size));
+        }
+        for s in [
+            r#""size":{"type":"score","score":2,"probabilities":[0,0,1]}"#,
+            r#""size":{"type":"score","score":2,"probabilities":{"many":1}}"#,
+            r#""size":{"type":"score","score":2,"probabilities":{"2.0":1}}"#,
+            r#""size":{"type":"score","score":2,"probabilities":{"2":1,"7":"x"}}"#,
+            r#""size":{"type":"score","score":2,"probabilities":{"0":0,"1":0}}"#,
+            r#""size":{"type":"score","probabilities":{"2":1}}"#,
+            r#""size":{"type":"score","score":"2","probabilities":{"2":1}}"#,
+            r#""size":{"score":2,"probabilities":{"2":1}}"#,
+        ] {
+            cases.push(body(risky, kind, s));
+        }
         for body in cases {
             assert_eq!(
-                decode_response(body, &questions()),
+                decode_response(&body, &questions()),
                 Err(DecodeError::NoAnswer),
                 "{body}"
             );
