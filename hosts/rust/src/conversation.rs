@@ -269,11 +269,12 @@ impl Pruner {
     /// A new conversation (host design "Conversation"). Errors: a threshold
     /// the guest refuses ([`ConversationError::Threshold`] with its message).
     pub fn conversation(&self, options: ConversationOptions) -> Result<Conversation, ConversationError> {
+        let defaults = self.resolve(&[], None).map_err(ConversationError::Guest)?;
         let threshold = match &options.threshold {
             Some(value) => self.threshold(value).map_err(ConversationError::Threshold)?,
-            None => self.resolve(&[], None).map_err(ConversationError::Guest)?.threshold,
+            None => defaults.threshold,
         };
-        let store = self.resolve(&[], None).map_err(ConversationError::Guest)?.store;
+        let store = defaults.store;
         Ok(Conversation {
             inner: Arc::new(Inner {
                 pruner: self.clone(),
