@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::time::Instant;
 
 use toolprune_cli::eval::{run, EvalOptions, Tally};
 use toolprune::types::{BatchAnswer, Lang, ScoringRequest};

@@ -515,8 +515,9 @@ pub fn retry_delay(f: &RetryFacts) -> Option<u32> {
     });
     let from_header = || {
         let v = f.retry_after?.trim();
-        if let Ok(secs) = v.parse::<u64>() {
-            return Some(secs.saturating_mul(1000));
+        if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+            // Seconds; a number past u64 means "not before the deadline".
+            return Some(v.parse::<u64>().unwrap_or(u64::MAX).saturating_mul(1000));
         }
         http_date_ms(v).map(|at| at.saturating_sub(f.now_unix_ms))
     };
@@ -731,6 +732,7 @@ mod tests {
         assert_eq!(retry_delay(&RetryFacts { retry_after: Some("Sun, 06 Nov 1994 08:49:40 GMT"), ..base.clone() }), Some(3000));
         assert_eq!(retry_delay(&RetryFacts { retry_after: Some("soon"), ..base.clone() }), Some(250));
         assert_eq!(retry_delay(&RetryFacts { retry_after: Some("30"), ..base.clone() }), None);
+        assert_eq!(retry_delay(&RetryFacts { retry_after: Some("18446744073709551616"), ..base.clone() }), None);
         assert_eq!(retry_delay(&RetryFacts { remaining_ms: 250, ..base }), None);
     }
 

@@ -2,7 +2,6 @@
 //! the same turn, the texts for every other outcome in en and ja, the log
 //! line, and the tool's spec.
 
-use serde_json::Value;
 use toolprune::types::{Dialect, Lang, OmittedResult};
 use toolprune_tests::*;
 

@@ -340,7 +340,7 @@ fn assert_cheap_gate_stops(result: ToolResult, enabled: bool) {
     let scorer = dropping(0..10);
     let mut o = options(REQUEST);
     o.enabled = enabled;
-    let (mut turn, log) = turn_with(o, scorer.clone());
+    let (turn, log) = turn_with(o, scorer.clone());
     let p = turn.on_tool_result(result);
     assert_full_text(&p, &text);
     assert!(log.lines().is_empty(), "no log line: {:?}", log.lines());

@@ -132,7 +132,7 @@ fn nothing_leaves_the_machine_when_a_gate_stops_the_call() {
             let stub = Arc::new(RecordingStub::default());
             let mut o = options_for(&request);
             o.enabled = enabled;
-            let (mut turn, log) = turn_with(o, stub.clone());
+            let (turn, log) = turn_with(o, stub.clone());
             let p = turn.on_tool_result(result);
             assert!(p.body == text, "{name}");
             assert!(stub.requests().is_empty(), "{name}: a gate stopped the call, yet something was sent");
