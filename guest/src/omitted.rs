@@ -1,9 +1,11 @@
 //! SPEC §10: `omitted` — the way back to dropped paragraphs, and the tool's
 //! name, description and JSON schema in ja and en, in each SDK's shape.
 //!
-//! A stored result ([`StoredResult`]) holds the dropped units verbatim with
-//! their numbers and the unit count, so answering never splits or
-//! classifies a text again: the answer depends only on the record.
+//! A stored result ([`StoredResult`]) holds, in `data`, the shape, the
+//! unit count and the dropped units verbatim with their numbers
+//! ([`encode_record`]: `{"shape":"text","units":28,"dropped":[[3,"…"],…]}`),
+//! so answering never splits or classifies a text again: the answer depends
+//! only on the record. Hosts store `data` as it is and never read it.
 
 use crate::component::wit::omitted::{Dialect, OmittedOutcome, OmittedResult};
 use crate::component::wit::pruner::{Shape, StoredResult};
@@ -83,6 +85,68 @@ fn loggable_id(id: &str) -> &str {
     }
 }
 
+/// What a stored result's `data` holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub shape: Shape,
+    /// Paragraphs (or elements) the text was split into.
+    pub units: u32,
+    /// The dropped ones `(number, verbatim text)`, ascending.
+    pub dropped: Vec<(u32, String)>,
+}
+
+fn shape_key(shape: Shape) -> &'static str {
+    crate::log::shape_name(shape)
+}
+
+/// `data` for a stored result: the shape, the unit count and the dropped
+/// units, as JSON written with the guest's escaper.
+pub fn encode_record(shape: Shape, units: u32, dropped: &[(u32, &str)]) -> String {
+    let size: usize = dropped.iter().map(|(_, t)| t.len() + 16).sum::<usize>() + 48;
+    let mut out = String::with_capacity(size);
+    out.push_str("{\"shape\":\"");
+    out.push_str(shape_key(shape));
+    out.push_str("\",\"units\":");
+    out.push_str(&units.to_string());
+    out.push_str(",\"dropped\":[");
+    for (k, (index, text)) in dropped.iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        out.push_str(&index.to_string());
+        out.push(',');
+        crate::json::push_str(&mut out, text);
+        out.push(']');
+    }
+    out.push_str("]}");
+    out
+}
+
+/// [`encode_record`] read back; `None` for anything else (a record from
+/// another version or a damaged store: then `not_found`, never a wrong text).
+pub fn decode_record(data: &str) -> Option<Record> {
+    let v: Value = serde_json::from_str(data).ok()?;
+    let shape = match v.get("shape")?.as_str()? {
+        "text" => Shape::Text,
+        "json_wrapper" => Shape::JsonWrapper,
+        "json_array" => Shape::JsonArray,
+        _ => return None,
+    };
+    let units = u32::try_from(v.get("units")?.as_u64()?).ok()?;
+    let mut dropped = Vec::new();
+    for d in v.get("dropped")?.as_array()? {
+        let pair = d.as_array()?;
+        let [index, text] = pair.as_slice() else { return None };
+        let index = u32::try_from(index.as_u64()?).ok()?;
+        if index >= units || dropped.last().is_some_and(|(last, _): &(u32, String)| *last >= index) {
+            return None;
+        }
+        dropped.push((index, text.as_str()?.to_string()));
+    }
+    Some(Record { shape, units, dropped })
+}
+
 /// The id the model's arguments ask for (upper-cased `P…`), to look up in
 /// the store; `None` when the arguments are invalid ([`answer`] says why).
 pub fn requested_id(arguments: &str) -> Option<String> {
@@ -113,7 +177,7 @@ pub fn answer(arguments: &str, lang: Lang, agent: &str, found: Option<&StoredRes
             args.from
         )
     };
-    let Some(stored) = found.filter(|s| s.id == args.id) else {
+    let Some(stored) = found.filter(|s| s.id == args.id).and_then(|s| decode_record(&s.data)) else {
         let text = match lang {
             Lang::Ja => format!(
                 "id={} の本文はここには在りません（期限切れの可能性があります）。省略の印に書かれている id を渡すか、ツールをもう一度呼んでください。",
@@ -144,7 +208,7 @@ pub fn answer(arguments: &str, lang: Lang, agent: &str, found: Option<&StoredRes
     let picked: Vec<(usize, &str)> = stored
         .dropped
         .iter()
-        .map(|d| (d.index as usize, d.text.as_str()))
+        .map(|(index, text)| (*index as usize, text.as_str()))
         .filter(|&(i, _)| i >= args.from && i <= to)
         .collect();
     if picked.is_empty() {
@@ -240,13 +304,35 @@ pub fn tool(lang: Lang, dialect: Dialect) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::component::wit::pruner::DroppedUnit;
+    /// A stored result as the guest makes it.
+    fn stored(id: &str, shape: Shape, units: u32, dropped: &[(u32, String)]) -> StoredResult {
+        let pairs: Vec<(u32, &str)> = dropped.iter().map(|(i, t)| (*i, t.as_str())).collect();
+        let chars = dropped.iter().map(|(_, t)| t.chars().count() as u64).sum();
+        StoredResult { id: id.into(), chars, data: encode_record(shape, units, &pairs) }
+    }
 
     /// Ten paragraphs of 200 characters; 2, 3, 4 and 8 dropped.
     fn record() -> (StoredResult, Vec<String>) {
         let paras: Vec<String> = (0..10).map(|i| format!("{i}{}\n\n", "z".repeat(197))).collect();
-        let dropped = [2usize, 3, 4, 8].iter().map(|&i| DroppedUnit { index: i as u32, text: paras[i].clone() }).collect();
-        (StoredResult { id: "P1".into(), shape: Shape::Text, units: 10, chars: 800, dropped }, paras)
+        let dropped: Vec<(u32, String)> = [2usize, 3, 4, 8].iter().map(|&i| (i as u32, paras[i].clone())).collect();
+        (stored("P1", Shape::Text, 10, &dropped), paras)
+    }
+
+    #[test]
+    fn a_record_reads_back_what_was_written() {
+        let dropped = vec![(1u32, "a \"quoted\"\n\u{1}\u{FEFF}日本".to_string()), (4, String::new())];
+        let pairs: Vec<(u32, &str)> = dropped.iter().map(|(i, t)| (*i, t.as_str())).collect();
+        let data = encode_record(Shape::JsonArray, 5, &pairs);
+        assert_eq!(decode_record(&data), Some(Record { shape: Shape::JsonArray, units: 5, dropped }));
+    }
+
+    #[test]
+    fn a_damaged_record_is_not_found_never_another_text() {
+        let (r, _) = record();
+        for data in ["", "{}", "[1]", r#"{"shape":"text","units":3,"dropped":[[5,"x"]]}"#, r#"{"shape":"text","units":9,"dropped":[[2,"x"],[1,"y"]]}"#, r#"{"shape":"prose","units":1,"dropped":[]}"#] {
+            let bad = StoredResult { data: data.to_string(), ..r.clone() };
+            assert_eq!(ask(r#"{"id":"P1","from":0,"to":9}"#, Lang::En, &bad).outcome, OmittedOutcome::NotFound, "{data}");
+        }
     }
 
     fn ask(args: &str, lang: Lang, r: &StoredResult) -> OmittedResult {
@@ -323,17 +409,17 @@ mod tests {
 
     #[test]
     fn exactly_20000_characters_is_allowed_one_more_is_too_large() {
-        let unit = |i: u32, n: usize| DroppedUnit { index: i, text: "w".repeat(n) };
-        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, chars: 20_000, dropped: vec![unit(0, 10_000), unit(1, 10_000)] };
+        let unit = |i: u32, n: usize| (i, "w".repeat(n));
+        let r = stored("P3", Shape::Text, 2, &[unit(0, 10_000), unit(1, 10_000)]);
         assert_eq!(ask(r#"{"id":"P3","from":0,"to":1}"#, Lang::En, &r).outcome, OmittedOutcome::Ok);
-        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 2, chars: 20_001, dropped: vec![unit(0, 10_000), unit(1, 10_001)] };
+        let r = stored("P3", Shape::Text, 2, &[unit(0, 10_000), unit(1, 10_001)]);
         assert_eq!(ask(r#"{"id":"P3","from":0,"to":1}"#, Lang::En, &r).outcome, OmittedOutcome::TooLarge);
     }
 
     #[test]
     fn over_20000_characters_is_too_large() {
-        let dropped = (0..8).map(|i| DroppedUnit { index: i, text: format!("{i}{}\n\n", "w".repeat(4_997)) }).collect();
-        let r = StoredResult { id: "P3".into(), shape: Shape::Text, units: 8, chars: 40_000, dropped };
+        let dropped: Vec<(u32, String)> = (0..8).map(|i| (i, format!("{i}{}\n\n", "w".repeat(4_997)))).collect();
+        let r = stored("P3", Shape::Text, 8, &dropped);
         let a = ask(r#"{"id":"P3","from":0,"to":7}"#, Lang::En, &r);
         assert_eq!(a.outcome, OmittedOutcome::TooLarge);
         assert_eq!(a.text, "That range holds 40,000 characters, over the 20,000 limit. Narrow it (e.g. from=0, to=3).");
@@ -403,8 +489,8 @@ mod tests {
     #[test]
     fn an_array_record_returns_its_dropped_elements_as_a_json_array() {
         let elements: Vec<String> = (0..6).map(|i| format!(r#"{{"id": {i}, "body": "{}"}}"#, "q".repeat(300))).collect();
-        let dropped = [0usize, 2, 3, 5].iter().map(|&i| DroppedUnit { index: i as u32, text: elements[i].clone() }).collect();
-        let r = StoredResult { id: "P1".into(), shape: Shape::JsonArray, units: 6, chars: 0, dropped };
+        let dropped: Vec<(u32, String)> = [0usize, 2, 3, 5].iter().map(|&i| (i as u32, elements[i].clone())).collect();
+        let r = stored("P1", Shape::JsonArray, 6, &dropped);
         let a = ask(r#"{"id":"P1","from":1,"to":3}"#, Lang::En, &r);
         assert_eq!(a.outcome, OmittedOutcome::Ok);
         assert_eq!(a.text, format!("[{},\n{}]", elements[2], elements[3]));

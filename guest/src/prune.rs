@@ -7,7 +7,7 @@
 //! block (Node, asyncio).
 
 use crate::component::wit::pruner::{
-    BatchFailure, Counts, DroppedUnit, Fate, Gate, Inspection, Outcome, ParagraphReport, PruneInput, Pruned,
+    BatchFailure, Counts, Fate, Gate, Inspection, Outcome, ParagraphReport, PruneInput, Pruned,
     ScorerChoice, Shape, StoredResult, UnitInfo, UnitKind,
 };
 use crate::component::wit::types::{
@@ -193,15 +193,14 @@ impl Job {
             return out;
         }
         let timed = scoring.timed;
+        let dropped_units: Vec<(u32, &str)> = (0..drop.len())
+            .filter(|&i| drop[i])
+            .map(|i| (i as u32, &text[plan.paragraphs[i].start..plan.paragraphs[i].end]))
+            .collect();
         let record = StoredResult {
             id,
-            shape,
-            units: plan.paragraphs.len() as u32,
             chars: (0..drop.len()).filter(|&i| drop[i]).map(|i| plan.paragraphs[i].chars as u64).sum(),
-            dropped: (0..drop.len())
-                .filter(|&i| drop[i])
-                .map(|i| DroppedUnit { index: i as u32, text: text[plan.paragraphs[i].start..plan.paragraphs[i].end].to_string() })
-                .collect(),
+            data: crate::omitted::encode_record(shape, plan.paragraphs.len() as u32, &dropped_units),
         };
         let mut out = Pruned {
             body: Some(body),

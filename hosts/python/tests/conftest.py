@@ -21,7 +21,6 @@ from toolprune import Pruner  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 """The repository root (hosts/python/tests → …)."""
-VECTORS = REPO / "tests" / "vectors" / "vectors.json"
 
 REQUEST = "How do I configure the retry limit for the upload client?"
 
@@ -30,15 +29,6 @@ def shared_dir() -> Path:
     """`shared/` beside the repository, or `$TOOLPRUNE_SHARED` (as the Rust generator)."""
     env = os.environ.get("TOOLPRUNE_SHARED")
     return Path(env) if env else REPO.parent / "shared"
-
-
-def load_vectors() -> List[Dict[str, Any]]:
-    """The 0.1 shared vectors, or [] once they live in tests/conformance
-    (scenario `vectors`, run by test_conformance.py)."""
-    if not VECTORS.is_file():
-        return []
-    with open(VECTORS, encoding="utf-8") as handle:
-        return json.load(handle)  # type: ignore[no-any-return]
 
 
 def serde_float_literals() -> List[str]:
@@ -50,7 +40,7 @@ def serde_float_literals() -> List[str]:
         literals.append(literal)
         return float(literal)
 
-    files = [VECTORS] if VECTORS.is_file() else sorted((REPO / "tests" / "conformance" / "expected").glob("*.json"))
+    files = sorted((REPO / "tests" / "conformance" / "expected").glob("*.json"))
     for path in files:
         json.loads(path.read_text(encoding="utf-8"), parse_float=keep)
     return literals

@@ -80,8 +80,8 @@ def test_ids_are_unique_across_turns_and_read_back_later(pruner: Pruner, log: Lo
     assert conversation.omitted('{"id":"P3","from":0,"to":1}').outcome == "not_found"
     assert [s.id for s in conversation.stored] == ["P1", "P2"] and conversation.count == 2
     stored = conversation.stored[0]
-    assert (stored.shape, stored.units) == ("text", 12) and [d.index for d in stored.dropped] == [1, 3, 5, 7, 9, 11]
-    assert stored.chars == sum(len(d.text) for d in stored.dropped)
+    # The record is the guest's: the host keeps it as it is and never reads `data`.
+    assert stored.chars > 0 and isinstance(stored.data, str) and "Alpha 2." in stored.data
 
 
 def test_a_result_that_is_not_ok_takes_no_id_and_every_result_carries_the_field(pruner: Pruner) -> None:

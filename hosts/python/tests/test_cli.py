@@ -19,13 +19,8 @@ import pytest
 from toolprune import Pruner
 from toolprune.cli import format_f64, main, to_json
 
-from conftest import load_vectors, note_text, serde_float_literals, shared_dir
+from conftest import note_text, serde_float_literals, shared_dir
 
-OFFLINE = [
-    v
-    for v in load_vectors()
-    if v["scorer"]["kind"] == "offline" and "text_file" in v and v["threshold"] in (0.1, 0.2, 0.3, 0.5)
-]
 MCP = shared_dir() / "corpus" / "mcp-spec-2025-11-25-transports.mdx"
 MCP_REQUEST = "How does a client resume a broken Streamable HTTP SSE stream? Which header carries the last event ID?"
 
@@ -57,16 +52,6 @@ def run(args: List[str], stdin: bytes = b"", env: Dict[str, str] | None = None) 
         timeout=120,
         check=False,
     )
-
-
-@pytest.mark.skipif(not OFFLINE, reason="tests/vectors moved into tests/conformance (the CLI steps there)")
-@pytest.mark.parametrize("v", OFFLINE or [{}], ids=[v["name"] for v in OFFLINE] or ["none"])
-def test_prune_prints_the_vector_body_and_log_line(v: Dict[str, Any], capfdbinary: pytest.CaptureFixture[bytes]) -> None:
-    assert main(cli_args(v)) == 0
-    out, err = capfdbinary.readouterr()
-    assert hashlib.sha256(out).hexdigest() == v["expect"]["body_sha256"]
-    line = v["expect"]["log_line"]
-    assert err.decode() == ("" if line is None else line + "\n")
 
 
 def library(threshold: float = 0.3, report: bool = False) -> Any:

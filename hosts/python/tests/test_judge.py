@@ -1,12 +1,9 @@
 """The judge router from Python: ``Pruner.route`` / ``route_async`` with the
-fixed answers of tests/vectors/judge (copies of examples/judge plus
+fixed answers of tests/conformance/judge (copies of examples/judge plus
 variations), the ``judge-job`` resource with a scorer (under the host's
-deadline; a scorer that raises is a failed call), load errors, and
-``python -m toolprune route`` byte for byte against the Rust CLI (live when
-``$TOOLPRUNE_RUST_CLI`` names it, else against expected.json, which
-tests/vectors/judge/generate.sh wrote from it; failure classes are
-snake_case in contract 0.2, so a fixture written by a 0.1 CLI is read that
-way)."""
+deadline; a scorer that raises is a failed call) and load errors. The CLI's
+``route`` output against the Rust CLI's is the conformance scenario
+``judge-cli`` (test_conformance.py)."""
 
 from __future__ import annotations
 
@@ -35,19 +32,10 @@ from toolprune import (
 
 from conftest import REPO, Log
 
-FIXTURES = next(
-    (d for d in (REPO / "tests" / "conformance" / "judge", REPO / "tests" / "vectors" / "judge") if (d / "rules.toml").is_file()),
-    REPO / "tests" / "vectors" / "judge",
-)
-"""The judge's rules and answers files (tests/conformance/judge once the vectors moved there)."""
+FIXTURES = REPO / "tests" / "conformance" / "judge"
+"""The judge's rules and answers files."""
 RUST = Path(os.environ["TOOLPRUNE_RUST_CLI"]) if os.environ.get("TOOLPRUNE_RUST_CLI") else None
 MESSAGE = "Compare the pricing of three CI services"
-EXPECTED: List[Dict[str, Any]] = (
-    json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8")) if (FIXTURES / "expected.json").is_file() else []
-)
-"""The Rust CLI's route outputs (0.1 fixture); once moved, the conformance scenario `judge-cli` holds them."""
-
-
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
 
@@ -113,9 +101,6 @@ def test_a_load_error_lists_each_file_line_col_message(pruner: Pruner, log: Log)
     assert caught.value.errors[0] == LoadError(7, 17, "rule 1: `kind` has no option `c` (options: a, b)")
     assert len(caught.value.errors) == 2
     assert str(caught.value) == "\n".join(f"invalid.toml:{e.line}:{e.column}: {e.message}" for e in caught.value.errors)
-    for case in EXPECTED:
-        if case["name"] == "load-error":
-            assert str(caught.value) + "\n" == case["stderr"]
     assert log.lines == []
 
 
@@ -217,27 +202,3 @@ def test_the_offline_scorer_and_the_stub_cannot_judge(pruner: Pruner) -> None:
         pruner.route(RULES, MESSAGE, log=Log())
     with pytest.raises(TypeError):
         pruner.route(RULES, MESSAGE, scorer="stub", log=Log())
-
-
-def run(command: List[str]) -> Dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPRUNE_JEV_")}
-    r = subprocess.run(command, cwd=FIXTURES, capture_output=True, env=env)
-    return {"code": r.returncode, "stdout": r.stdout.decode("utf-8"), "stderr": r.stderr.decode("utf-8")}
-
-
-def as_v02(output: Dict[str, Any]) -> Dict[str, Any]:
-    """A 0.1 CLI's output read the 0.2 way: the failure class is snake_case
-    in the decision (``failed: no_answer``), the guest's line is unchanged."""
-    stdout = output["stdout"].replace("failed: no-answer", "failed: no_answer")
-    stdout = stdout.replace('"reason": "no-answer"', '"reason": "no_answer"')
-    return dict(output, stdout=stdout)
-
-
-@pytest.mark.skipif(not EXPECTED, reason="the CLI route outputs are the conformance scenario judge-cli now")
-@pytest.mark.parametrize("case", EXPECTED or [{}], ids=[f"{c['name']}-{'json' if '--json' in c['args'] else 'text'}" for c in EXPECTED] or ["none"])
-def test_cli_route_matches_the_rust_cli(case: Dict[str, Any]) -> None:
-    expected = as_v02({"code": case["code"], "stdout": case["stdout"], "stderr": case["stderr"]})
-    if RUST is not None:
-        live = run([str(RUST), *case["args"]])
-        assert live == expected, "the fixture is stale: run tests/vectors/judge/generate.sh"
-    assert run([sys.executable, "-m", "toolprune", *case["args"]]) == expected

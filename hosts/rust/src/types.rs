@@ -6,7 +6,7 @@
 
 pub use crate::engine::wit::exports::toolprune::pruner::omitted::{Dialect, OmittedOutcome, OmittedResult};
 pub use crate::engine::wit::exports::toolprune::pruner::pruner::{
-    BatchFailure, Counts, DroppedUnit, Fate, Gate, Inspection, Outcome, ParagraphReport, PruneInput,
+    BatchFailure, Counts, Fate, Gate, Inspection, Outcome, ParagraphReport, PruneInput,
     Pruned as GuestPruned, ScorerChoice, Shape, StoredResult, UnitInfo, UnitKind,
 };
 pub use crate::engine::wit::exports::toolprune::pruner::settings::{

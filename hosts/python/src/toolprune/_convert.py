@@ -14,7 +14,6 @@ from .types import (
     BatchFailure,
     Config,
     Counts,
-    DroppedUnit,
     Failed,
     Inspection,
     JevEndpoint,
@@ -154,13 +153,7 @@ def lift_failures(items: List[Any]) -> List[BatchFailure]:
 
 
 def lift_stored(rec: Any) -> StoredResult:
-    return StoredResult(
-        id=get(rec, "id"),
-        shape=snake(get(rec, "shape")),
-        units=get(rec, "units"),
-        chars=get(rec, "chars"),
-        dropped=[DroppedUnit(index=get(d, "index"), text=get(d, "text")) for d in get(rec, "dropped")],
-    )
+    return StoredResult(id=get(rec, "id"), chars=get(rec, "chars"), data=get(rec, "data"))
 
 
 def lift_inspection(rec: Any) -> Inspection:

@@ -163,21 +163,15 @@ class BatchFailure:
 
 
 @dataclass(frozen=True)
-class DroppedUnit:
-    index: int
-    text: str
-
-
-@dataclass(frozen=True)
 class StoredResult:
     """A stored result as the guest made it (SPEC §10), read-only."""
 
     id: str
-    shape: str
-    units: int
     chars: int
     """Characters of the dropped units: what the record weighs in the store."""
-    dropped: List[DroppedUnit]
+    data: str
+    """The shape, unit count and dropped units in the guest's own encoding:
+    stored as it is, passed back to ``omitted``, never read by the host."""
 
 
 @dataclass(frozen=True)
@@ -335,7 +329,6 @@ __all__ = [
     "BatchFailure",
     "Config",
     "Counts",
-    "DroppedUnit",
     "Failed",
     "GuestError",
     "HostFailure",
