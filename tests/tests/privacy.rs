@@ -37,6 +37,21 @@ fn assert_no_text(name: &str, line: &str, doc: &str) {
     }
 }
 
+/// A paragraph as scorers receive it: without the blank lines before its
+/// first visible line and without its trailing whitespace (the separator).
+fn sent_form(span: &str) -> String {
+    let mut rest = span;
+    while let Some(end) = rest.find(['\n', '\r']) {
+        let line_end = if rest[end..].starts_with("\r\n") { end + 2 } else { end + 1 };
+        if rest[..end].chars().all(char::is_whitespace) {
+            rest = &rest[line_end..];
+        } else {
+            break;
+        }
+    }
+    rest.trim_end().to_string()
+}
+
 /// What was sent for `text` is the basis and scored paragraphs only.
 fn assert_sent_only_scored_paragraphs(name: &str, text: &str, request: &str, shape: Option<Shape>, sent: &[ScoringRequest]) {
     let basis: String = request.chars().take(2_000).collect();
@@ -47,7 +62,7 @@ fn assert_sent_only_scored_paragraphs(name: &str, text: &str, request: &str, sha
             infos
                 .iter()
                 .filter(|p| p.kind == UnitKind::Scored)
-                .map(|p| inner[p.byte_start as usize..p.byte_end as usize].to_string())
+                .map(|p| sent_form(&inner[p.byte_start as usize..p.byte_end as usize]))
                 .collect()
         }
         // Elements of a JSON array: each chunk is a raw span of the text
@@ -67,7 +82,7 @@ fn assert_sent_only_scored_paragraphs(name: &str, text: &str, request: &str, sha
         _ => infos(text)
             .iter()
             .filter(|p| p.kind == UnitKind::Scored)
-            .map(|p| text[p.byte_start as usize..p.byte_end as usize].to_string())
+            .map(|p| sent_form(&text[p.byte_start as usize..p.byte_end as usize]))
             .collect(),
     };
     for request in sent {

@@ -90,10 +90,15 @@ fn the_transports_page_keeps_what_answers_and_stores_what_it_dropped() {
     let stored = conversation.stored();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].id, "P1");
-    assert!(!stored[0].dropped.is_empty() && stored[0].dropped.iter().all(|u| !kept.contains(&u.index)));
+    assert!(stored[0].chars > 0);
+    // Whatever `omitted` gives back over the whole page is dropped text, never a kept paragraph.
+    let all = units(TRANSPORTS);
+    let back = conversation.omitted(&format!(r#"{{"id":"P1","from":0,"to":{}}}"#, all.len()));
+    assert!(!back.text.is_empty());
+    assert!(kept.iter().all(|k| !back.text.contains(slice(TRANSPORTS, &all[*k as usize]).trim())));
 
     let lines = log.lines();
-    assert_eq!(lines.len(), 1);
+    assert_eq!(lines.len(), 2, "the prune line and the omitted line");
     assert!(lines[0].starts_with("tool prune: agent=test name=fetch outcome=ok "), "{}", lines[0]);
     assert_eq!(pruned.log_line.as_deref(), Some(lines[0].as_str()));
 }
@@ -174,7 +179,7 @@ fn omitted_reads_back_results_of_every_turn_of_the_conversation() {
     let all = units(TRANSPORTS);
     let kept = mentioning(TRANSPORTS, "Last-Event-ID");
     for id in ["P1", "P2"] {
-        let first_dropped = conversation.stored()[0].dropped[0].index;
+        let first_dropped = (0..all.len() as u32).find(|i| !kept.contains(i)).expect("a dropped paragraph");
         let answer = conversation.omitted(&format!(r#"{{"id":"{id}","from":{first_dropped},"to":{first_dropped}}}"#));
         assert_eq!(answer.outcome, Some(OmittedOutcome::Ok), "{}", answer.log_line);
         let p = &all[first_dropped as usize];
