@@ -121,3 +121,64 @@ pub fn main(agent: Agent) -> std::process::ExitCode {
     let _ = out.write_all(answer.as_bytes()).and_then(|()| out.flush());
     std::process::ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolprune::{LimitsOverride, LoadOptions};
+
+    fn event(name: &str) -> Value {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/hooks/claude-code").join(name);
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// Runs the prompt and the fetch of one session with `load`; returns the fetch's answer.
+    fn fetch_with(agent: Agent, load: &dyn Fn() -> Result<Pruner, String>) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store").to_string_lossy().into_owned();
+        let env = move |name: &str| (name == "TOOLPRUNE_STORE_DIR").then(|| store.clone());
+        let cx = Context { env: &env, load };
+        let mut prompt = event("user_prompt_submit.json");
+        prompt["prompt"] = "Why can't I index a Rust String with s[0], and how do I iterate over its characters?".into();
+        run(Agent::ClaudeCode, prompt.to_string().as_bytes(), &cx);
+        let mut fetch = event("post_tool_use.mcp_fetch.json");
+        if agent == Agent::Gemini {
+            let text = fetch["tool_response"][0]["text"].clone();
+            fetch["hook_event_name"] = "AfterTool".into();
+            fetch["tool_name"] = "mcp_fetch_fetch".into();
+            fetch["tool_response"] = serde_json::json!({"llmContent": [{"text": text}]});
+        }
+        run(agent, fetch.to_string().as_bytes(), &cx)
+    }
+
+    #[test]
+    fn the_built_in_component_prunes() {
+        let load = || Pruner::shared().cloned().map_err(|e| e.to_string());
+        assert!(fetch_with(Agent::ClaudeCode, &load).contains("updatedMCPToolOutput"));
+    }
+
+    #[test]
+    fn a_missing_component_is_the_agents_no_change() {
+        let load = || Err("no component".to_string());
+        assert_eq!(fetch_with(Agent::ClaudeCode, &load), "");
+        assert_eq!(fetch_with(Agent::Gemini, &load), "{}");
+    }
+
+    #[test]
+    fn a_trapping_component_is_the_agents_no_change() {
+        for limits in [LimitsOverride { fuel: Some(10_000), ..Default::default() }, LimitsOverride { memory_bytes: Some(1 << 16), ..Default::default() }] {
+            let load = move || Pruner::load(LoadOptions { limits, ..LoadOptions::default() }).map_err(|e| e.to_string());
+            assert_eq!(fetch_with(Agent::ClaudeCode, &load), "", "{limits:?}");
+            assert_eq!(fetch_with(Agent::Gemini, &load), "{}", "{limits:?}");
+        }
+    }
+
+    #[test]
+    fn a_panic_inside_the_handler_is_the_agents_no_change() {
+        let load = || -> Result<Pruner, String> { panic!("boom") };
+        std::panic::set_hook(Box::new(|_| {}));
+        assert_eq!(fetch_with(Agent::ClaudeCode, &load), "");
+        assert_eq!(fetch_with(Agent::Gemini, &load), "{}");
+        let _ = std::panic::take_hook();
+    }
+}
