@@ -69,6 +69,7 @@ fn main() -> Result<()> {
     };
     let module = artifacts.build_guest(toolchain)?;
     artifacts.compile_component(&module)?;
+    artifacts.foreign_contract_component("0.1.0")?;
     Ok(())
 }
 
@@ -206,6 +207,30 @@ impl Artifacts {
         let path = self.out_dir.join(COMPONENT_FILE);
         fs::write(&path, &component).with_context(|| format!("writing {path:?}"))?;
         eprintln!("component: {path:?} ({} bytes)", component.len());
+        Ok(())
+    }
+
+    /// A component of world `toolprune` whose WIT package carries `version`
+    /// instead of the real one (`wit/` with the version rewritten, a dummy
+    /// core module): `$OUT_DIR/contract-{version}.wasm`, for the hosts'
+    /// version-check tests. A few kilobytes, encoded in milliseconds.
+    fn foreign_contract_component(&self, version: &str) -> Result<()> {
+        let wit = self.workspace.join("wit");
+        let copy = self.out_dir.join(format!("wit-{version}"));
+        fs::create_dir_all(&copy)?;
+        for entry in fs::read_dir(&wit).with_context(|| format!("reading {wit:?}"))? {
+            let path = entry?.path();
+            let text = fs::read_to_string(&path)?;
+            let text = text.replace("toolprune:pruner@0.2.0", &format!("toolprune:pruner@{version}"));
+            fs::write(copy.join(path.file_name().unwrap()), text)?;
+        }
+        let mut resolve = wit_parser::Resolve::default();
+        let (package, _) = resolve.push_dir(&copy).context("the rewritten WIT")?;
+        let world = resolve.select_world(&[package], Some("toolprune"))?;
+        let mut module = wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
+        wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)?;
+        let component = ComponentEncoder::default().module(&module)?.validate(true).encode()?;
+        fs::write(self.out_dir.join(format!("contract-{version}.wasm")), component)?;
         Ok(())
     }
 

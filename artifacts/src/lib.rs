@@ -15,3 +15,13 @@ pub const COMPONENT_PATH: &str = concat!(env!("OUT_DIR"), "/toolprune.wasm");
 pub fn component() -> &'static [u8] {
     include_bytes!(concat!(env!("OUT_DIR"), "/toolprune.wasm"))
 }
+
+/// A component of world `toolprune` whose exports carry contract version
+/// 0.1.0 (a dummy core module; it does nothing): for tests of the hosts'
+/// version check (`$OUT_DIR/contract-0.1.0.wasm`).
+pub fn contract_0_1_component() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/contract-0.1.0.wasm"))
+}
+
+/// Path of [`contract_0_1_component`]'s file, for hosts that load a path.
+pub const CONTRACT_0_1_PATH: &str = concat!(env!("OUT_DIR"), "/contract-0.1.0.wasm");

@@ -1,6 +1,6 @@
-//! The component's boundary, read from its binary: it imports the scorer (and
-//! the types the scorer uses) from `wit/pruner.wit`, nothing else — in
-//! particular no WASI — and exports the pruner and the judge.
+//! The component's boundary, read from its binary: it imports nothing at all
+//! (no scorer callback, no WASI: contract 0.2), and exports the five
+//! interfaces of `wit/` at version 0.2.0.
 
 use std::collections::BTreeSet;
 use wasmparser::{Parser, Payload};
@@ -34,32 +34,22 @@ fn boundary() -> (BTreeSet<String>, BTreeSet<String>) {
 }
 
 #[test]
-fn imports_only_the_scorer_and_its_types() {
+fn imports_nothing() {
     let (imports, _) = boundary();
-    assert_eq!(
-        imports,
-        BTreeSet::from([
-            "toolprune:pruner/types@0.1.0".to_string(),
-            "toolprune:pruner/scorer@0.1.0".to_string(),
-        ])
-    );
+    assert!(imports.is_empty(), "imports: {imports:?}");
 }
 
 #[test]
-fn imports_no_wasi() {
-    let (imports, _) = boundary();
-    let wasi: Vec<_> = imports.iter().filter(|name| name.starts_with("wasi:")).collect();
-    assert!(wasi.is_empty(), "WASI imports: {wasi:?}");
-}
-
-#[test]
-fn exports_the_pruner_and_the_judge() {
+fn exports_the_five_interfaces_of_contract_0_2() {
     let (_, exports) = boundary();
     assert_eq!(
         exports,
         BTreeSet::from([
-            "toolprune:pruner/pruner@0.1.0".to_string(),
-            "toolprune:pruner/judge@0.1.0".to_string(),
+            "toolprune:pruner/types@0.2.0".to_string(),
+            "toolprune:pruner/settings@0.2.0".to_string(),
+            "toolprune:pruner/pruner@0.2.0".to_string(),
+            "toolprune:pruner/omitted@0.2.0".to_string(),
+            "toolprune:pruner/judge@0.2.0".to_string(),
         ])
     );
 }

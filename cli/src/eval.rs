@@ -355,8 +355,8 @@ pub struct EvalOptions {
     /// Labels file; none = `corpus/labels.json` when it exists.
     pub labels: Option<PathBuf>,
     /// 0.1 / 0.2 / 0.3 / 0.5 as written (checked by the guest: another
-    /// value is an error).
-    pub threshold: String,
+    /// value is an error); none: the guest's default.
+    pub threshold: Option<String>,
     /// Which request (`request_en` / `request_ja`) and the markers' language.
     pub lang: Lang,
 }
@@ -387,7 +387,10 @@ fn lang_name(lang: Lang) -> &'static str {
 /// Errors: the manifest or an explicitly named labels file cannot be read.
 /// A listed file that is missing or not UTF-8 is skipped, not an error.
 pub fn run(pruner: &Pruner, scoring: Scoring, options: &EvalOptions) -> Result<Report> {
-    let requested = pruner.threshold(&options.threshold).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?;
+    let requested = match &options.threshold {
+        Some(value) => pruner.threshold(value).map_err(|m| anyhow::anyhow!("--threshold: {m}"))?,
+        None => pruner.resolve(&[], None).map_err(anyhow::Error::msg)?.threshold,
+    };
     let manifest = read_manifest(&options.corpus)?;
     if manifest.is_empty() {
         bail!(
@@ -470,7 +473,7 @@ fn prune_one(
     let start = Instant::now();
     let conversation = pruner.conversation(ConversationOptions {
         enabled: true,
-        threshold: Some(options.threshold.clone()),
+        threshold: options.threshold.clone(),
         lang: options.lang,
         agent: "eval".to_string(),
         scoring: Some(scoring.clone()),
@@ -645,9 +648,10 @@ pub struct EvalArgs {
     /// `offline` (the guest's BM25 scorer) or `stub` (word overlap, for tests).
     #[arg(long, value_enum, default_value_t = EvalScorer::Offline)]
     pub scorer: EvalScorer,
-    /// 0.1, 0.2, 0.3 or 0.5 (another value is refused with the guest's message).
-    #[arg(long, default_value = "0.2", allow_hyphen_values = true)]
-    pub threshold: String,
+    /// 0.1, 0.2, 0.3 or 0.5 (another value is refused with the guest's
+    /// message). Default: the guest's.
+    #[arg(long, allow_hyphen_values = true)]
+    pub threshold: Option<String>,
     /// `en` uses `request_en`; `ja` uses `request_ja` and skips documents
     /// without one.
     #[arg(long, value_enum, default_value_t = EvalLang::En)]

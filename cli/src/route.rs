@@ -19,6 +19,7 @@ use toolprune::judge::{render_load_errors, Decision, Judge, RouteError, Verdict}
 use toolprune::types::wit_name;
 use toolprune::{JevScorer, Pruner};
 
+/// `toolprune route` arguments.
 #[derive(Args)]
 pub struct RouteArgs {
     /// The rules file (TOML: `[questions.NAME]`, `[[rules]]`, `[otherwise]`).
@@ -41,6 +42,7 @@ fn read(path: &PathBuf, what: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
 }
 
+/// Runs `toolprune route`: the exit code, or a one-line error (exit 1).
 pub fn route(pruner: &Pruner, args: RouteArgs) -> Result<ExitCode, String> {
     let rules = read(&args.rules, "rules file")?;
     let decision = match &args.answers {

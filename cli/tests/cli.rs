@@ -92,37 +92,52 @@ fn errors_are_one_line_with_their_exit_codes() {
 }
 
 #[test]
-fn split_lists_the_paragraphs_as_the_guest_sees_them() {
+fn split_shows_the_guests_inspection() {
     let out = toolprune(&["split", "--json", TRANSPORTS], b"");
     assert!(out.status.success());
-    let lines: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["shape"], "text");
+    assert_eq!(report["wrapper_span"], serde_json::Value::Null);
+    let units = report["units"].as_array().expect("units");
     let size = std::fs::metadata(TRANSPORTS).expect("corpus").len();
-    assert_eq!(
-        lines.first().map(|l| l["byte_start"].as_u64()),
-        Some(Some(0))
-    );
-    assert_eq!(
-        lines.last().map(|l| l["byte_end"].as_u64()),
-        Some(Some(size)),
-        "the spans cover the text"
-    );
+    assert_eq!(units.first().map(|l| l["byte_start"].as_u64()), Some(Some(0)));
+    assert_eq!(units.last().map(|l| l["byte_end"].as_u64()), Some(Some(size)), "the spans cover the text");
+    assert!(units.iter().all(|u| ["scored", "fixed", "blank"].contains(&u["kind"].as_str().unwrap_or(""))));
 
     let table = toolprune(&["split", TRANSPORTS], b"");
     let table = String::from_utf8(table.stdout).expect("utf-8");
-    assert_eq!(
-        table.lines().count(),
-        lines.len() + 1,
-        "a header and one line per paragraph"
-    );
+    assert!(table.starts_with("shape: text\n"), "{table}");
+    assert_eq!(table.lines().count(), units.len() + 2, "the shape, a header and one line per unit");
+
+    // A wrapper: its span, and the units of its decoded string.
+    let wrapper = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/cases/wrapper-ascii-escaped.json");
+    let out = toolprune(&["split", wrapper], b"");
+    let table = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(table.starts_with("shape: json_wrapper (string literal at bytes "), "{table}");
+    assert!(table.lines().nth(2).is_some_and(|l| l.ends_with("Section 0 on retries: this paragraph explains one detail of …")), "{table}");
+
+    // Structured JSON is not pruned, and says so.
+    let out = toolprune(&["split", "-"], br#"{"a": 1, "b": [1, 2]}"#);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "shape: none (not pruned: structured)\n");
 }
 
 #[test]
-fn an_unsupported_threshold_falls_back_to_0_2_and_says_so() {
-    let out = toolprune(&["prune", "--threshold", "0.25", "--request", REQUEST, TRANSPORTS], b"");
+fn an_unsupported_threshold_is_refused_with_the_guests_message_and_the_text_passes_through() {
+    for value in ["0.25", "-1", "NaN", "abc"] {
+        let out = toolprune(&["prune", "--threshold", value, "--request", REQUEST, TRANSPORTS], b"");
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let stderr = String::from_utf8(out.stderr).expect("utf-8");
+        assert!(stderr.contains(&format!("threshold \"{value}\" is not one of 0.1")), "{value}: {stderr}");
+        assert_eq!(out.stdout, std::fs::read(TRANSPORTS).unwrap(), "{value}: fail-open");
+    }
+    let out = toolprune(&["prune", "--threshold", "0.30", "--request", REQUEST, TRANSPORTS], b"");
     assert!(out.status.success());
-    let stderr = String::from_utf8(out.stderr).expect("utf-8");
-    assert!(stderr.contains(" threshold=0.2 "), "{stderr}");
-    assert!(stderr.contains("warning: threshold 0.25 is not a supported value; 0.2 was used"), "{stderr}");
-    let out = toolprune(&["prune", "--threshold", "0.3", "--request", REQUEST, TRANSPORTS], b"");
-    assert!(!String::from_utf8(out.stderr).expect("utf-8").contains("warning"));
+    assert!(String::from_utf8(out.stderr).expect("utf-8").contains(" threshold=0.3 "));
+}
+
+#[test]
+fn negative_looking_values_are_values() {
+    let out = toolprune(&["prune", "--request", "-how do I configure the retry limit for uploads?", "--agent", "-a", TRANSPORTS], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("agent=-a "));
 }

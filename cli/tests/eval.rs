@@ -137,7 +137,7 @@ fn options(dir: &Path, lang: Lang) -> EvalOptions {
     EvalOptions {
         corpus: dir.to_path_buf(),
         labels: None,
-        threshold: "0.2".to_string(),
+        threshold: None,
         lang,
     }
 }

@@ -18,7 +18,7 @@ use toolprune::{
     LoadOptions, PruneResult, Pruner, Scorer, Scoring, ScoringContext, ScriptedScorer, ToolResult, Turn,
 };
 
-#[path = "../../hosts/rust/tests/support/fake_jev.rs"]
+#[path = "fake_jev.rs"]
 pub mod fake_jev;
 
 use fake_jev::{FakeJev, Reply};

@@ -10,18 +10,82 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolprune::types::{BatchAnswer, Fate, Lang, OmittedResult, ScoringRequest, StoredResult, UnitInfo};
+use toolprune::types::{
+    BatchAnswer, BatchFailure, Counts, Fate, Gate, Lang, OmittedResult, Outcome, ParagraphReport, ScoringRequest, Shape,
+    StoredResult, UnitInfo,
+};
 use toolprune::{
-    CapturedLog, Conversation, ConversationOptions, LimitsOverride, OmittedAnswer, PruneResult, Pruner, Scorer, Scoring,
+    CapturedLog, Conversation, ConversationOptions, LimitsOverride, OmittedAnswer, PruneResult, Pruner, Scorer,
     ScoringContext, ScriptedScorer, ToolResult, Turn,
 };
 
 pub use toolprune;
+pub use toolprune::types::wit_name;
+pub use toolprune::Scoring;
+pub use toolprune::LimitsOverride as Limits;
 
 pub mod conformance;
 
-/// What these tests call a pruned result (the host's [`PruneResult`]).
-pub type Pruned = PruneResult;
+/// The guest's answer as these tests read it: the fields of the host's
+/// [`PruneResult`] with the counts and threshold unwrapped, and the stored
+/// record of an `ok` result (from the conversation's store).
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The pruned body, or none (the raw text went through).
+    pub body: Option<String>,
+    pub outcome: Outcome,
+    pub gate: Option<Gate>,
+    pub shape: Option<Shape>,
+    pub counts: Counts,
+    pub ratio: Option<f64>,
+    pub threshold: f64,
+    pub log_line: Option<String>,
+    pub record: Option<StoredResult>,
+    pub paragraphs: Vec<ParagraphReport>,
+    pub failures: Vec<BatchFailure>,
+    pub served_model: Option<String>,
+}
+
+/// A pruned result as these tests read it: body and raw as strings, the
+/// host's result, and the guest's [`Report`] unless the host failed.
+#[derive(Clone, Debug)]
+pub struct Pruned {
+    pub body: String,
+    pub raw: String,
+    pub outcome: Outcome,
+    pub report: Option<Report>,
+    pub failure: Option<toolprune::HostFailure>,
+    /// The host's result as it came back.
+    pub result: PruneResult,
+}
+
+impl Pruned {
+    /// Reads `result`; `stored`: the conversation's store right after it.
+    pub fn new(result: PruneResult, stored: &[StoredResult]) -> Self {
+        let report = result.counts.map(|counts| Report {
+            body: (!result.unchanged()).then(|| result.body.to_string()),
+            outcome: result.outcome,
+            gate: result.gate,
+            shape: result.shape,
+            counts,
+            ratio: result.ratio,
+            threshold: result.threshold.unwrap_or(f64::NAN),
+            log_line: result.log_line.clone(),
+            record: result.id.as_ref().and_then(|id| stored.iter().find(|r| &r.id == id).cloned()),
+            paragraphs: result.paragraphs.clone(),
+            failures: result.failures.clone(),
+            served_model: result.served_model.clone(),
+        });
+        Pruned {
+            body: result.body.to_string(),
+            raw: result.raw.to_string(),
+            outcome: result.outcome,
+            report,
+            failure: result.failure.clone(),
+            result,
+        }
+    }
+}
 
 /// `shared/` beside the repository (read-only material: SPEC, corpus, cases).
 pub const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared");
@@ -135,6 +199,10 @@ pub struct TurnOptions {
     pub jev_model: Option<String>,
     /// Replaces the guest's per-call limits (a [`Pruner`] of its own).
     pub limits: LimitsOverride,
+    /// Test-only deadline cap (see [`ConversationOptions::deadline_cap`]).
+    pub deadline_cap: Option<std::time::Duration>,
+    /// The turn's cancellation token.
+    pub cancel: Option<toolprune::CancelToken>,
 }
 
 impl TurnOptions {
@@ -148,6 +216,8 @@ impl TurnOptions {
             enabled: false,
             jev_model: None,
             limits: LimitsOverride::default(),
+            deadline_cap: None,
+            cancel: None,
         }
     }
 }
@@ -166,9 +236,10 @@ pub struct TestTurn {
 }
 
 impl TestTurn {
-    /// [`Turn::on_tool_result`].
-    pub fn on_tool_result(&self, result: ToolResult) -> PruneResult {
-        self.turn.on_tool_result(result)
+    /// [`Turn::on_tool_result`], read as [`Pruned`].
+    pub fn on_tool_result(&self, result: ToolResult) -> Pruned {
+        let result = self.turn.on_tool_result(result);
+        Pruned::new(result, &self.conversation.stored())
     }
 
     /// [`Conversation::omitted`]: `Ok` with the guest's answer, `Err` when the guest trapped.
@@ -209,10 +280,11 @@ pub fn turn_with(options: TurnOptions, scoring: impl Into<Scoring>) -> (TestTurn
             scoring: Some(scoring.into()),
             jev_model: options.jev_model,
             log: log.clone(),
+            deadline_cap: options.deadline_cap,
             ..ConversationOptions::default()
         })
         .expect("a valid threshold");
-    let turn = conversation.turn(options.request);
+    let turn = conversation.turn_with_cancel(options.request, options.cancel.unwrap_or_default());
     (TestTurn { conversation, turn }, log)
 }
 
@@ -233,19 +305,19 @@ pub fn prune(turn: &TestTurn, text: &str) -> Pruned {
 }
 
 /// The guest's answer; panics when the host got none (trap).
-pub fn report(p: &Pruned) -> &Pruned {
-    assert!(p.failure.is_none(), "the guest gave no answer: {:?}", p.failure);
-    p
+pub fn report(p: &Pruned) -> &Report {
+    p.report.as_ref().unwrap_or_else(|| panic!("the guest gave no answer: {:?}", p.failure))
 }
 
 /// The SPEC name of an outcome (`ok`, `no_basis`, …).
 pub fn outcome(p: &Pruned) -> String {
-    p.outcome_name()
+    toolprune::types::wit_name(&p.outcome)
 }
 
-/// The `tool prune:` lines of a capture.
+/// The `tool prune:` lines of a capture, `ms=` normalised to `ms=*` (the
+/// host measures scoring time).
 pub fn prune_lines(log: &CapturedLog) -> Vec<String> {
-    log.lines().into_iter().filter(|l| l.starts_with("tool prune:")).collect()
+    log.lines().into_iter().filter(|l| l.starts_with("tool prune:")).map(|l| normalise_ms(&l)).collect()
 }
 
 /// The single `tool prune:` line of a capture.
@@ -278,14 +350,14 @@ pub fn spans(text: &str) -> Vec<&str> {
 }
 
 /// Concatenation of the paragraphs of `text` whose fate in `report` is not `dropped`.
-pub fn kept_text(text: &str, report: &Pruned) -> String {
+pub fn kept_text(text: &str, report: &Report) -> String {
     let spans = spans(text);
     assert_eq!(spans.len(), report.paragraphs.len(), "report and split disagree on the paragraph count");
     spans.iter().zip(&report.paragraphs).filter(|(_, r)| r.fate != Fate::Dropped).map(|(s, _)| *s).collect()
 }
 
 /// Paragraph numbers whose fate in `report` is `dropped`.
-pub fn dropped_of(report: &Pruned) -> Vec<u32> {
+pub fn dropped_of(report: &Report) -> Vec<u32> {
     report.paragraphs.iter().filter(|r| r.fate == Fate::Dropped).map(|r| r.index).collect()
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolprune::types::{Fate, Lang, OmittedOutcome, Shape};
-use toolprune::{OfflineScorer, Scorer, ScriptedScorer};
+use toolprune::{Scorer, ScriptedScorer};
 use toolprune_tests::*;
 
 /// Element numbers a marker string names (`element 4`, `elements 1–2`,
@@ -42,7 +42,7 @@ fn the_array<'a>(v: &'a Value, key: Option<&str>) -> &'a Vec<Value> {
 }
 
 /// Checks every promise of an `ok` array result; returns the dropped elements.
-fn assert_array_pruned(turn: &mut toolprune::Turn, raw: &str, p: &toolprune::Pruned, key: Option<&str>) -> Vec<usize> {
+fn assert_array_pruned(turn: &TestTurn, raw: &str, p: &Pruned, key: Option<&str>) -> Vec<usize> {
     assert_eq!(outcome(p), "ok");
     let r = report(p);
     assert_eq!(r.shape, Some(Shape::JsonArray));
@@ -123,7 +123,7 @@ fn twenty() -> Vec<&'static str> {
 fn vue_partners_with_its_request_offline() {
     let doc = corpus_doc("vue-docs-partners.json");
     let raw = doc.text();
-    let (mut turn, log) = turn(&doc.request_en, Arc::new(OfflineScorer));
+    let (mut turn, log) = turn(&doc.request_en, Scoring::Offline);
     let p = prune(&mut turn, &raw);
     let line = prune_line(&log);
     assert!(line.contains(" shape=json_array "), "{line}");
@@ -161,7 +161,7 @@ fn top_level_array_case_stays_json() {
     let case = case("top-level-array.json");
     let raw = case.text();
     // Offline: the posts do not match the request → all dropped → raw.
-    let (mut turn1, _log) = turn(&case.request, Arc::new(OfflineScorer));
+    let (mut turn1, _log) = turn(&case.request, Scoring::Offline);
     let p = prune(&mut turn1, &raw);
     assert_eq!(report(&p).shape, Some(Shape::JsonArray));
     assert!(serde_json::from_str::<Value>(&p.body).is_ok());
@@ -177,7 +177,7 @@ fn top_level_array_case_stays_json() {
 fn a_list_with_metadata_keeps_the_metadata() {
     let list = posts(&twenty(), ",\n    ");
     let raw = format!("{{\n  \"items\": {list},\n  \"total\": 120,\n  \"next\": \"cursor-2\"\n}}\n");
-    let (mut turn, log) = turn("How do I configure the upload retry limits for the client?", Arc::new(OfflineScorer));
+    let (mut turn, log) = turn("How do I configure the upload retry limits for the client?", Scoring::Offline);
     let p = prune(&mut turn, &raw);
     assert!(prune_line(&log).contains(" shape=json_array "));
     let dropped = assert_array_pruned(&mut turn, &raw, &p, Some("items"));

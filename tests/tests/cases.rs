@@ -6,8 +6,8 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolprune::types::{Fate, ParagraphKind, Shape};
-use toolprune::{Pruned, ScriptedScorer};
+use toolprune::types::{Fate, UnitKind, Shape};
+use toolprune::ScriptedScorer;
 use toolprune_tests::*;
 
 /// One case pruned once with a scorer that drops every odd paragraph.
@@ -234,7 +234,7 @@ fn chars_are_scalar_values(s: &Subject) -> Check {
 
 fn one_unscored_kept_unit(s: &Subject) -> Check {
     let infos = infos(&s.text);
-    let fixed: Vec<_> = infos.iter().filter(|p| p.kind == ParagraphKind::Fixed).collect();
+    let fixed: Vec<_> = infos.iter().filter(|p| p.kind == UnitKind::Fixed).collect();
     ensure(fixed.len() == 1, || format!("{} fixed paragraphs", fixed.len()))?;
     let unit = &s.text[fixed[0].byte_start as usize..fixed[0].byte_end as usize];
     ensure(chars(unit) > 6_000, || "the fixed paragraph is not over 6,000".into())?;

@@ -104,7 +104,7 @@ fn large_counts_use_thousands_separators() {
 fn ids_follow_the_order_of_pruned_results_in_the_turn() {
     let text = uniform(12, 1_100);
     let (mut turn, _log) = turn(REQUEST, dropping([1, 2, 3, 7, 11]));
-    let ok = |p: &toolprune::Pruned| outcome(p) == "ok";
+    let ok = |p: &toolprune_tests::Pruned| outcome(p) == "ok";
     let first = prune(&mut turn, &text);
     assert!(ok(&first) && first.body.starts_with(&header(Lang::En, 12, 13_200, 5, 5_500, "P1")));
     // A result that is not pruned takes no id.

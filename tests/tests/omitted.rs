@@ -3,12 +3,11 @@
 //! line, and the tool's spec.
 
 use serde_json::Value;
-use toolprune::types::{omitted_outcome_name, Lang, OmittedResult};
-use toolprune::Turn;
+use toolprune::types::{Dialect, Lang, OmittedResult};
 use toolprune_tests::*;
 
 /// 12 paragraphs of 500 characters; 2, 3, 4 and 8 dropped, stored as P1.
-fn pruned_turn(lang: Lang) -> (Turn, std::sync::Arc<toolprune::CapturedLog>, String) {
+fn pruned_turn(lang: Lang) -> (TestTurn, std::sync::Arc<toolprune::CapturedLog>, String) {
     let text = uniform(12, 500);
     let mut o = options(REQUEST);
     o.lang = lang;
@@ -18,12 +17,12 @@ fn pruned_turn(lang: Lang) -> (Turn, std::sync::Arc<toolprune::CapturedLog>, Str
     (turn, log, text)
 }
 
-fn call(turn: &mut Turn, args: &str) -> OmittedResult {
+fn call(turn: &TestTurn, args: &str) -> OmittedResult {
     turn.omitted(args).expect("the guest answers `omitted`")
 }
 
-fn name(r: &OmittedResult) -> &'static str {
-    omitted_outcome_name(r.outcome)
+fn name(r: &OmittedResult) -> String {
+    wit_name(&r.outcome)
 }
 
 #[test]
@@ -71,8 +70,8 @@ fn a_range_of_kept_paragraphs_is_not_dropped() {
 #[test]
 fn an_unknown_id_is_not_found() {
     for (lang, text) in [
-        (Lang::En, "There is no text with id=P2 in this turn. Pass the id written in the omission marker."),
-        (Lang::Ja, "id=P2 の本文はこのターンには在りません。省略の印に書かれている id を渡してください。"),
+        (Lang::En, "There is no text with id=P2 here (it may have expired). Pass the id written in the omission marker, or call the tool again."),
+        (Lang::Ja, "id=P2 の本文はここには在りません（期限切れの可能性があります）。省略の印に書かれている id を渡すか、ツールをもう一度呼んでください。"),
     ] {
         let (mut turn, _log, _) = pruned_turn(lang);
         let r = call(&mut turn, r#"{"id":"P2","from":0,"to":3}"#);
@@ -82,8 +81,9 @@ fn an_unknown_id_is_not_found() {
     }
 }
 
+/// Ids are the conversation's: another conversation does not see them.
 #[test]
-fn a_new_turn_has_no_stored_text() {
+fn another_conversation_has_no_stored_text() {
     let (_old, _log, _) = pruned_turn(Lang::En);
     let (mut fresh, _log) = turn(REQUEST, dropping([]));
     let r = call(&mut fresh, r#"{"id":"P1","from":0,"to":3}"#);
@@ -155,10 +155,9 @@ fn the_omitted_log_line_carries_counts_never_text() {
 }
 
 #[test]
-fn the_tool_spec_is_a_json_schema_in_both_languages() {
+fn the_tool_spec_is_an_object_with_a_json_schema_object_in_every_dialect() {
     for lang in [Lang::En, Lang::Ja] {
-        let spec = pruner().omitted_tool(lang).unwrap();
-        let (mut turn, _log) = turn_with(
+        let (turn, _log) = turn_with(
             {
                 let mut o = options(REQUEST);
                 o.lang = lang;
@@ -166,13 +165,14 @@ fn the_tool_spec_is_a_json_schema_in_both_languages() {
             },
             dropping([]),
         );
-        let from_turn = turn.omitted_tool().unwrap();
-        assert_eq!(spec.input_schema, from_turn.input_schema);
-        assert_eq!(spec.name, "omitted");
-        assert!(!spec.description.is_empty());
-        let kana = spec.description.chars().any(|c| ('\u{3040}'..='\u{30ff}').contains(&c));
+        let plain = turn.conversation.omitted_tool(Dialect::Plain, None).unwrap();
+        assert_eq!(plain, pruner().omitted_tool(Dialect::Plain, lang).unwrap(), "the conversation's language");
+        assert_eq!(plain["name"], "omitted");
+        let description = plain["description"].as_str().expect("a description");
+        let kana = description.chars().any(|c| ('\u{3040}'..='\u{30ff}').contains(&c));
         assert_eq!(kana, lang == Lang::Ja, "the description is in the turn's language");
-        let schema: Value = serde_json::from_str(&spec.input_schema).expect("the schema is JSON");
+        let schema = &plain["parameters"];
+        assert!(schema.is_object(), "the schema is an object, not a string: {schema}");
         assert_eq!(schema["type"], "object");
         let props = schema["properties"].as_object().expect("properties");
         assert_eq!(props.keys().collect::<Vec<_>>(), vec!["from", "id", "to"]);
@@ -182,8 +182,15 @@ fn the_tool_spec_is_a_json_schema_in_both_languages() {
         let mut required: Vec<&str> = schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         required.sort();
         assert_eq!(required, vec!["from", "id", "to"]);
+        // The SDK shapes carry the same name, description and schema object.
+        let openai = turn.conversation.omitted_tool(Dialect::Openai, None).unwrap();
+        assert_eq!(openai["type"], "function");
+        assert_eq!(openai["function"], plain);
+        let anthropic = turn.conversation.omitted_tool(Dialect::Anthropic, None).unwrap();
+        assert_eq!((&anthropic["name"], &anthropic["description"], &anthropic["input_schema"]), (&plain["name"], &plain["description"], schema));
+        let mcp = turn.conversation.omitted_tool(Dialect::Mcp, None).unwrap();
+        assert_eq!((&mcp["name"], &mcp["description"], &mcp["inputSchema"]), (&plain["name"], &plain["description"], schema));
     }
-    assert_ne!(pruner().omitted_tool(Lang::En).unwrap().description, pruner().omitted_tool(Lang::Ja).unwrap().description);
 }
 
 /// A range that starts past the last paragraph does not exist: `invalid`

@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use toolprune::types::{Failure, Fate, ScoringStop};
-use toolprune::{Limits, Pruned, ScriptedScorer, ToolResult};
+use std::time::Duration;
+
+use toolprune::types::{Failure, Fate};
+use toolprune::{CancelToken, ScriptedScorer, ToolResult};
 use toolprune_tests::*;
 
 /// 20 paragraphs of 400 characters: batches [0..16) and [16..20).
@@ -46,7 +48,7 @@ fn ok_prunes_and_logs_every_count() {
     assert_eq!(
         line,
         format!(
-            "tool prune: agent=agent name={TOOL} outcome=ok shape=text raw_chars=8000 kept_chars={body_chars} paragraphs=20 dropped=10 calls=2 jev_tokens=0 ms=7 threshold=0.2 ratio={ratio:.3} scorer=scripted"
+            "tool prune: agent=agent name={TOOL} outcome=ok shape=text raw_chars=8000 kept_chars={body_chars} paragraphs=20 dropped=10 calls=2 jev_tokens=0 ms=* threshold=0.2 ratio={ratio:.3} scorer=scripted"
         )
     );
     assert_eq!(scorer.calls(), 1);
@@ -55,26 +57,37 @@ fn ok_prunes_and_logs_every_count() {
 #[test]
 fn a_score_equal_to_the_threshold_is_kept() {
     let text = page();
-    let scorer = Arc::new(ScriptedScorer::new().scores(0..8, 0.19).scores(8..12, 0.2).elapsed_ms(7));
+    let scorer = Arc::new(ScriptedScorer::new().scores(0..8, 0.19).scores(8..12, 0.2));
     let (p, _) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "ok");
     assert_eq!(dropped_of(report(&p)), (0..8).collect::<Vec<u32>>());
 }
 
 #[test]
-fn threshold_is_one_of_four_values_else_0_2() {
+fn threshold_is_one_of_four_values_and_anything_else_is_refused() {
     let text = page();
-    let scorer = Arc::new(ScriptedScorer::new().scores(0..10, 0.25).elapsed_ms(7));
-    for (asked, in_effect, expected) in
-        [(0.3, 0.3, "ok"), (0.5, 0.5, "ok"), (0.1, 0.1, "nothing_dropped"), (0.22, 0.2, "nothing_dropped"), (f64::NAN, 0.2, "nothing_dropped")]
-    {
+    let scorer = Arc::new(ScriptedScorer::new().scores(0..10, 0.25));
+    for (asked, expected) in [(0.3, "ok"), (0.5, "ok"), (0.1, "nothing_dropped"), (0.2, "nothing_dropped")] {
         let mut o = options(REQUEST);
         o.threshold = asked;
-        let (mut turn, log) = turn_with(o, scorer.clone());
-        let p = prune(&mut turn, &text);
+        let (turn, log) = turn_with(o, scorer.clone());
+        let p = prune(&turn, &text);
         assert_eq!(outcome(&p), expected, "threshold {asked}");
-        assert_eq!(report(&p).threshold, in_effect);
-        assert_eq!(field(&prune_line(&log), "threshold"), Some(in_effect.to_string().as_str()));
+        assert_eq!(report(&p).threshold, asked);
+        assert_eq!(field(&prune_line(&log), "threshold"), Some(asked.to_string().as_str()));
+    }
+    // SPEC §6: refused with the guest's message, never replaced by 0.2.
+    for asked in ["0.22", "0", "NaN", "-1", "0.25", ""] {
+        let refused = pruner().conversation(toolprune::ConversationOptions {
+            threshold: Some(asked.to_string()),
+            ..toolprune::ConversationOptions::default()
+        });
+        match refused {
+            Err(toolprune::ConversationError::Threshold(message)) => {
+                assert!(message.contains("is not one of 0.1"), "{asked:?}: {message}")
+            }
+            other => panic!("{asked:?} must be refused: {:?}", other.map(|_| ())),
+        }
     }
 }
 
@@ -127,7 +140,7 @@ fn no_basis_under_20_trimmed_characters_sends_nothing() {
 #[test]
 fn all_dropped_returns_the_full_text() {
     let text = page();
-    let scorer = Arc::new(ScriptedScorer::new().default_score(Some(0.0)).elapsed_ms(7));
+    let scorer = Arc::new(ScriptedScorer::new().default_score(Some(0.0)));
     let (p, line) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "all_dropped");
     assert_full_text(&p, &text);
@@ -141,7 +154,7 @@ fn all_dropped_counts_only_scored_paragraphs() {
     // Batch 1 fails (kept, unscored); every scored paragraph is below.
     let text = page();
     let scorer = Arc::new(
-        ScriptedScorer::new().default_score(Some(0.0)).fail_batch(1, Failure::Http(503)).elapsed_ms(7),
+        ScriptedScorer::new().default_score(Some(0.0)).fail_batch(1, Failure::Http(503)),
     );
     let (p, line) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "all_dropped");
@@ -178,14 +191,19 @@ fn below_floor_returns_the_full_text_and_logs_the_ratio() {
 #[test]
 fn timeout_returns_the_full_text_and_discards_every_score() {
     let text = page();
-    let scorer = Arc::new(ScriptedScorer::new().scores(0..10, 0.0).stop(ScoringStop::Timeout).elapsed_ms(20_000));
-    let (p, line) = run(REQUEST, &scorer, &text);
+    // The scorer answers after the deadline (capped to 200 ms for the test).
+    let scorer = Arc::new(ScriptedScorer::new().scores(0..10, 0.0).delay(Duration::from_secs(5)));
+    let mut o = options(REQUEST);
+    o.deadline_cap = Some(Duration::from_millis(200));
+    let (turn, log) = turn_with(o, scorer.clone());
+    let p = prune(&turn, &text);
+    let line = prune_line(&log);
     assert_eq!(outcome(&p), "timeout");
     assert_full_text(&p, &text);
     assert!(line.contains(" outcome=timeout shape=text "), "{line}");
     assert_eq!(field(&line, "calls"), Some("0"));
     assert_eq!(field(&line, "dropped"), Some("0"));
-    assert_eq!(field(&line, "ms"), Some("20000"));
+    assert_eq!(field(&line, "ms"), Some("*"), "measured by the host");
     assert_eq!(field(&line, "ratio"), Some("-"));
     assert!(report(&p).paragraphs.iter().all(|r| r.score.is_none()));
 }
@@ -193,9 +211,16 @@ fn timeout_returns_the_full_text_and_discards_every_score() {
 #[test]
 fn cancelled_returns_the_full_text() {
     let text = page();
-    let scorer = Arc::new(ScriptedScorer::new().scores(0..10, 0.0).stop(ScoringStop::Cancelled).elapsed_ms(7));
-    let (p, line) = run(REQUEST, &scorer, &text);
+    let scorer = Arc::new(ScriptedScorer::new().scores(0..10, 0.0));
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let mut o = options(REQUEST);
+    o.cancel = Some(cancel);
+    let (turn, log) = turn_with(o, scorer.clone());
+    let p = prune(&turn, &text);
+    let line = prune_line(&log);
     assert_eq!(outcome(&p), "cancelled");
+    assert_eq!(scorer.calls(), 0, "a cancelled turn scores nothing");
     assert_full_text(&p, &text);
     assert_eq!(field(&line, "calls"), Some("0"));
     assert_eq!(field(&line, "ratio"), Some("-"));
@@ -209,7 +234,7 @@ fn failed_when_every_batch_fails() {
             .scores(0..10, 0.0)
             .fail_batch(0, Failure::Http(500))
             .fail_batch(1, Failure::Network)
-            .elapsed_ms(7),
+            ,
     );
     let (p, line) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "failed");
@@ -217,8 +242,8 @@ fn failed_when_every_batch_fails() {
     assert_eq!(field(&line, "calls"), Some("0"));
     assert_eq!(field(&line, "ratio"), Some("-"));
     let failures: Vec<(u32, Option<u16>, String)> =
-        report(&p).failures.iter().map(|f| (f.batch, f.status, f.class.clone())).collect();
-    assert_eq!(failures, vec![(0, Some(500), "http-5xx".into()), (1, None, "network".into())]);
+        report(&p).failures.iter().map(|f| (f.batch, f.status, wit_name(&f.class))).collect();
+    assert_eq!(failures, vec![(0, Some(500), "http_5xx".into()), (1, None, "network".into())]);
 }
 
 #[test]
@@ -228,19 +253,19 @@ fn failed_when_every_answer_is_undecodable() {
         ScriptedScorer::new()
             .jev_response(0, "<html>502 Bad Gateway</html>")
             .jev_response(1, r#"{"success":false,"errors":[{"code":7000}],"result":null}"#)
-            .elapsed_ms(7),
+            ,
     );
     let (p, _) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "failed");
     assert_full_text(&p, &text);
-    assert!(report(&p).failures.iter().all(|f| f.class == "undecodable"));
+    assert!(report(&p).failures.iter().all(|f| wit_name(&f.class) == "undecodable"));
 }
 
 #[test]
 fn a_failed_batch_keeps_its_paragraphs_and_the_rest_prunes() {
     let text = page();
     let scorer = Arc::new(
-        ScriptedScorer::new().scores(0..12, 0.0).score(17, 0.0).fail_batch(1, Failure::Http(429)).elapsed_ms(7),
+        ScriptedScorer::new().scores(0..12, 0.0).score(17, 0.0).fail_batch(1, Failure::Http(429)),
     );
     let (p, line) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "ok");
@@ -252,7 +277,7 @@ fn a_failed_batch_keeps_its_paragraphs_and_the_rest_prunes() {
     assert!(p.body.contains(spans(&text)[17]), "paragraph 17 scored 0 but its batch failed: kept");
     assert_eq!(field(&line, "calls"), Some("1"), "calls counts successes");
     assert_eq!(r.failures.len(), 1);
-    assert_eq!((r.failures[0].batch, r.failures[0].status, r.failures[0].class.as_str()), (1, Some(429), "rate-limited"));
+    assert_eq!((r.failures[0].batch, r.failures[0].status, wit_name(&r.failures[0].class)), (1, Some(429), "rate_limited".to_string()));
 }
 
 /// A bare Jev answer for paragraphs `from..to`, each scored by `score(i)`.
@@ -278,7 +303,7 @@ fn jev_responses_decode_bare_and_in_the_cloudflare_envelope() {
     let enveloped = format!(
         r#"{{"success":true,"result":{{"model":"jev-1.13.0","answers":{batch1},"usage":{{"input_tokens":1000,"output_tokens":0}}}},"errors":[],"messages":[]}}"#
     );
-    let scorer = Arc::new(ScriptedScorer::new().jev_response(0, bare).jev_response(1, enveloped).elapsed_ms(7));
+    let scorer = Arc::new(ScriptedScorer::new().jev_response(0, bare).jev_response(1, enveloped));
     let (p, line) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "ok");
     let r = report(&p);
@@ -331,7 +356,7 @@ fn pruning_disabled_is_a_cheap_gate() {
 #[test]
 fn pruning_is_disabled_by_default() {
     let scorer = dropping(0..10);
-    let (mut turn, log) = turn_with(toolprune::TurnOptions::new(REQUEST), scorer.clone());
+    let (mut turn, log) = turn_with(TurnOptions::new(REQUEST), scorer.clone());
     let text = page();
     let p = prune(&mut turn, &text);
     assert_full_text(&p, &text);
@@ -341,12 +366,12 @@ fn pruning_is_disabled_by_default() {
 
 #[test]
 fn a_failed_tool_call_is_a_cheap_gate() {
-    assert_cheap_gate_stops(ToolResult { tool: TOOL.into(), succeeded: false, prunable: true, text: page() }, true);
+    assert_cheap_gate_stops(ToolResult { ok: false, ..ToolResult::prunable(TOOL, page()) }, true);
 }
 
 #[test]
 fn a_tool_not_declared_prunable_is_a_cheap_gate() {
-    assert_cheap_gate_stops(ToolResult { tool: TOOL.into(), succeeded: true, prunable: false, text: page() }, true);
+    assert_cheap_gate_stops(ToolResult::new(TOOL, page()), true);
 }
 
 #[test]
@@ -385,18 +410,19 @@ fn only_fixed_paragraphs_is_ok_without_a_call() {
 
 #[test]
 fn a_guest_trap_returns_the_full_text_and_the_turn_goes_on() {
-    let text = page();
+    // 5·10⁶ fuel per call: enough for the 8,000-character page, not for
+    // 800,000 characters.
+    let big = uniform(2_000, 400);
     let scorer = dropping(0..10);
     let mut o = options(REQUEST);
-    o.limits = Limits { fuel: 10_000, ..Limits::default() };
-    let (mut turn, log) = turn_with(o, scorer.clone());
-    let p = prune(&mut turn, &text);
+    o.limits = Limits { fuel: Some(5_000_000), ..Limits::default() };
+    let (turn, log) = turn_with(o, scorer.clone());
+    let p = prune(&turn, &big);
     assert_eq!(outcome(&p), "failed");
     assert!(p.failure.is_some());
-    assert_full_text(&p, &text);
+    assert_full_text(&p, &big);
     assert_eq!(log.lines(), vec![format!("tool prune: agent=agent name={TOOL} outcome=failed reason=guest_trap limit=fuel")]);
-    turn.set_limits(Limits::default());
-    let p = prune(&mut turn, &text);
+    let p = prune(&turn, &page());
     assert_eq!(outcome(&p), "ok", "a fresh instance serves the next call");
 }
 
@@ -406,7 +432,7 @@ fn a_guest_trap_returns_the_full_text_and_the_turn_goes_on() {
 #[test]
 fn all_dropped_logs_how_many_paragraphs_were_below_the_threshold() {
     let text = page();
-    let scorer = Arc::new(ScriptedScorer::new().default_score(Some(0.0)).elapsed_ms(7));
+    let scorer = Arc::new(ScriptedScorer::new().default_score(Some(0.0)));
     let (p, line) = run(REQUEST, &scorer, &text);
     assert_eq!(outcome(&p), "all_dropped");
     assert_eq!(field(&line, "dropped"), Some("20"), "{line}");
@@ -418,11 +444,11 @@ fn ms_is_written_only_when_a_host_scorer_answered() {
     // SPEC §12: never write 0 for a quantity that was not measured.
     let text = page();
     let (_, scored) = run(REQUEST, &dropping(0..10), &text);
-    assert_eq!(field(&scored, "ms"), Some("7"), "{scored}");
+    assert_eq!(field(&scored, "ms"), Some("*"), "{scored}");
 
     // The guest's own scorer has no clock: scoring happened, untimed.
     let doc = corpus_doc("pep-0817-wheel-variants.rst");
-    let (mut offline, log) = turn(&doc.request_en, Arc::new(toolprune::OfflineScorer));
+    let (mut offline, log) = turn(&doc.request_en, Scoring::Offline);
     let p = prune(&mut offline, &doc.text());
     let line = prune_line(&log);
     assert_eq!(report(&p).counts.calls, 0);

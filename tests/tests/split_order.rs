@@ -2,10 +2,10 @@
 //! component's `paragraphs` export, its reports and the scoring request.
 
 use serde_json::Value;
-use toolprune::types::{Fate, Lang, ParagraphKind};
+use toolprune::types::{Fate, Lang, UnitKind};
 use toolprune_tests::*;
 
-fn kinds(text: &str) -> Vec<ParagraphKind> {
+fn kinds(text: &str) -> Vec<UnitKind> {
     infos(text).iter().map(|p| p.kind).collect()
 }
 
@@ -110,18 +110,18 @@ fn a_merge_that_would_pass_6000_leaves_the_short_paragraph_alone() {
     // While exactly 6,000 is allowed.
     let text = text_of(&[300, 100, 5_900, 300]);
     assert_eq!(lengths(&text), vec![300, 6_000, 300]);
-    assert_eq!(kinds(&text), vec![ParagraphKind::Scored; 3]);
+    assert_eq!(kinds(&text), vec![UnitKind::Scored; 3]);
 }
 
 #[test]
 fn a_paragraph_over_6000_is_fixed_and_merges_with_nothing() {
     let text = text_of(&[50, 7_000, 60]);
     assert_eq!(lengths(&text), vec![50, 7_000, 60], "short neighbours of a fixed paragraph stay alone");
-    assert_eq!(kinds(&text), vec![ParagraphKind::Scored, ParagraphKind::Fixed, ParagraphKind::Scored]);
+    assert_eq!(kinds(&text), vec![UnitKind::Scored, UnitKind::Fixed, UnitKind::Scored]);
     let text = text_of(&[300, 6_000, 6_001, 300]);
     assert_eq!(
         kinds(&text),
-        vec![ParagraphKind::Scored, ParagraphKind::Scored, ParagraphKind::Fixed, ParagraphKind::Scored],
+        vec![UnitKind::Scored, UnitKind::Scored, UnitKind::Fixed, UnitKind::Scored],
         "6,000 is scored, 6,001 is fixed"
     );
 }
@@ -221,5 +221,5 @@ fn numbering_is_0_based_in_markers_reports_log_and_requests() {
     );
     assert_eq!(field(&prune_line(&log), "paragraphs"), Some("10"));
     assert_eq!(scorer.requests()[0].batches[0].paragraphs[0], 0);
-    assert_eq!(turn.stored()[0].dropped, vec![0, 1, 5, 9]);
+    assert_eq!(turn.stored()[0].dropped.iter().map(|u| u.index).collect::<Vec<_>>(), vec![0, 1, 5, 9]);
 }

@@ -15,19 +15,22 @@
 //!   characters;
 //! - per-turn instantiation from the pre-instantiated component;
 //! - the component's size;
-//! - the guest's peak linear memory on a 1 MB input.
+//! - the guest's peak linear memory on a 1 MB input;
+//! - fuel and wall time of the 18 MB input of 120,000 short paragraphs
+//!   (issue 12; `BENCH_LARGE=0` skips it), against the guest's budget
+//!   (`settings.call-limits-for`).
 //!
-//! The wasm side is linked here exactly as `toolprune::Pruner` does it
-//! (same engine config, `instantiate_pre`, fresh store per turn), with a
-//! store limiter that records the largest memory the guest asked for.
+//! The wasm side is linked here as `toolprune::Pruner` does it (same engine
+//! config, `instantiate_pre`, a `prune-job` per result), with a store
+//! limiter that records the largest memory the guest asked for.
 
 use std::time::{Duration, Instant};
 
-use toolprune_guest::component::exports::toolprune::pruner::pruner as gp;
-use toolprune_guest::component::toolprune::pruner::types as gt;
-use toolprune::engine::wit::{self, Toolprune, ToolprunePre};
+use toolprune::engine::wit::{Toolprune, ToolprunePre};
 use toolprune::types::{BatchAnswer, Lang, Outcome, PruneInput, ScorerChoice, ScoringRequest, ScoringResponse};
-use wasmtime::component::{Component, HasSelf, Linker};
+use toolprune::{ConversationOptions, Scoring};
+use toolprune_guest::component::wit::{pruner as gp, types as gt};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
@@ -43,7 +46,7 @@ fn fixed(n: u32) -> f64 {
     }
 }
 
-/// Store data: an instant scorer and a limiter recording the peak memory.
+/// Store data: a limiter recording the peak memory.
 struct State {
     peak: usize,
 }
@@ -58,20 +61,19 @@ impl ResourceLimiter for State {
     }
 }
 
-impl wit::toolprune::pruner::types::Host for State {}
-
-impl wit::toolprune::pruner::scorer::Host for State {
-    fn score(&mut self, request: ScoringRequest) -> ScoringResponse {
-        ScoringResponse {
-            answers: Ok(request
-                .batches
-                .iter()
-                .map(|b| BatchAnswer::Scores(b.paragraphs.iter().map(|&n| Some(fixed(n))).collect()))
-                .collect()),
-            elapsed_ms: 0,
-        }
+/// Instant fixed scores for every batch.
+fn instant(request: &ScoringRequest) -> ScoringResponse {
+    ScoringResponse {
+        answers: Ok(request
+            .batches
+            .iter()
+            .map(|b| BatchAnswer::Scores(b.paragraphs.iter().map(|&n| Some(fixed(n))).collect()))
+            .collect()),
+        elapsed_ms: 0,
     }
 }
+
+const FUEL: u64 = 20_000_000_000;
 
 struct Wasm {
     engine: Engine,
@@ -89,8 +91,7 @@ impl Wasm {
         }
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
         let component = Component::new(&engine, toolprune_artifacts::component()).map_err(anyhow::Error::from)?;
-        let mut linker = Linker::<State>::new(&engine);
-        Toolprune::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s).map_err(anyhow::Error::from)?;
+        let linker = Linker::<State>::new(&engine);
         let pre = ToolprunePre::new(linker.instantiate_pre(&component).map_err(anyhow::Error::from)?)
             .map_err(anyhow::Error::from)?;
         Ok(Wasm { engine, pre, fuel })
@@ -100,17 +101,30 @@ impl Wasm {
         let mut store = Store::new(&self.engine, State { peak: 0 });
         store.limiter(|s| s as &mut dyn ResourceLimiter);
         if self.fuel {
-            store.set_fuel(20_000_000_000).unwrap();
+            store.set_fuel(FUEL).unwrap();
         }
         let bindings = self.pre.instantiate(&mut store).unwrap();
         (store, bindings)
     }
 
-    fn prune(&self, store: &mut Store<State>, bindings: &Toolprune, input: &PruneInput) -> Outcome {
+    /// One result as a host prunes it: `prune-job` new, its request scored
+    /// instantly, finish. Returns the outcome and the fuel it burned.
+    fn prune_with(&self, store: &mut Store<State>, bindings: &Toolprune, input: &PruneInput, fuel: u64) -> (Outcome, u64) {
         if self.fuel {
-            store.set_fuel(20_000_000_000).unwrap();
+            store.set_fuel(fuel).unwrap();
         }
-        bindings.toolprune_pruner_pruner().call_prune(store, input).unwrap().outcome
+        let job = bindings.toolprune_pruner_pruner().prune_job();
+        let handle = job.call_constructor(&mut *store, input).unwrap();
+        let request = job.call_scoring_request(&mut *store, handle).unwrap();
+        let response = request.as_ref().map(instant);
+        let pruned = job.call_finish(&mut *store, handle, response.as_ref(), 1).unwrap();
+        handle.resource_drop(&mut *store).unwrap();
+        let burned = if self.fuel { fuel - store.get_fuel().unwrap() } else { 0 };
+        (pruned.outcome, burned)
+    }
+
+    fn prune(&self, store: &mut Store<State>, bindings: &Toolprune, input: &PruneInput) -> Outcome {
+        self.prune_with(store, bindings, input, FUEL).0
     }
 }
 
@@ -123,11 +137,11 @@ fn host_input(text: &str, offline: bool) -> PruneInput {
         prunable: true,
         threshold: 0.2,
         lang: Lang::En,
-        sequence: 1,
         scorer: if offline { ScorerChoice::Offline } else { ScorerChoice::Host("bench".into()) },
         jev_model: None,
         agent: "bench".into(),
         tool: "fetch".into(),
+        report: false,
     }
 }
 
@@ -140,11 +154,11 @@ fn guest_input(text: &str, offline: bool) -> gp::PruneInput {
         prunable: true,
         threshold: 0.2,
         lang: gt::Lang::En,
-        sequence: 1,
         scorer: if offline { gp::ScorerChoice::Offline } else { gp::ScorerChoice::Host("bench".into()) },
         jev_model: None,
         agent: "bench".into(),
         tool: "fetch".into(),
+        report: false,
     }
 }
 
@@ -159,7 +173,7 @@ fn native(text: &str, offline: bool) -> gp::Outcome {
             .collect()),
         elapsed_ms: 0,
     });
-    job.complete(response).outcome
+    job.complete(response, 1).outcome
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -255,20 +269,20 @@ fn main() -> anyhow::Result<()> {
     // instance, fuel on), first 100,000 chars: what a CLI or agent pays per
     // result. The Node and Python benches (`scripts/bench`) time the same call.
     let pruner = toolprune::Pruner::shared()?;
-    let scorers: [(&str, std::sync::Arc<dyn toolprune::Scorer>); 2] = [
-        ("offline", std::sync::Arc::new(toolprune::OfflineScorer)),
-        ("stub", std::sync::Arc::new(toolprune::StubScorer)),
-    ];
-    for (name, scorer) in scorers {
+    for (name, scoring) in [("offline", Scoring::Offline), ("stub", Scoring::Stub)] {
         let turn_call = time(runs, || {
-            let mut options = toolprune::TurnOptions::new(REQUEST);
-            options.enabled = true;
-            let mut turn = toolprune::Turn::new(pruner, scorer.clone(), options)
-                .with_log(std::sync::Arc::new(toolprune::CapturedLog::new()));
-            turn.on_tool_result(toolprune::ToolResult::prunable("fetch", pep100k.as_str()));
+            let conversation = pruner
+                .conversation(ConversationOptions {
+                    enabled: true,
+                    scoring: Some(scoring.clone()),
+                    log: std::sync::Arc::new(toolprune::CapturedLog::new()),
+                    ..ConversationOptions::default()
+                })
+                .expect("a conversation");
+            conversation.turn(REQUEST).on_tool_result(toolprune::ToolResult::prunable("fetch", pep100k.as_str()));
         });
         println!(
-            "| Rust host: per call through `Turn::on_tool_result` (new turn + instance), {name} scorer, first 100,000 chars | {} | | | | — |",
+            "| Rust host: per call through `Turn::on_tool_result` (new conversation + instance), {name} scorer, first 100,000 chars | {} | | | | — |",
             ms(turn_call)
         );
     }
@@ -302,5 +316,30 @@ fn main() -> anyhow::Result<()> {
         store.data().peak as f64 / (1 << 20) as f64,
         baseline as f64 / (1 << 20) as f64,
     );
+
+    if std::env::var("BENCH_LARGE").as_deref() != Ok("0") {
+        // Issue 12: 18 MB of 120,000 short paragraphs, offline scorer, with
+        // the guest's own budget for that size.
+        let large: String = (1..=120_000)
+            .map(|i| format!("Line {i} of the upload log: part queued, part sent, acknowledgement received after a short pause; the client moves on to the next part in its queue and records it."))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let (mut store, bindings) = fueled.instantiate();
+        let limits = bindings
+            .toolprune_pruner_settings()
+            .call_call_limits_for(&mut store, large.len() as u64)
+            .unwrap();
+        let t = Instant::now();
+        let (outcome, burned) = fueled.prune_with(&mut store, &bindings, &host_input(&large, true), limits.fuel);
+        let took = t.elapsed();
+        println!(
+            "| 18 MB input ({} bytes, 120,000 paragraphs), offline scorer: fuel burned / the guest's budget (outcome {outcome:?}) | {:.2}·10⁹ of {:.2}·10⁹ fuel ({:.0}%), {} | | | | within budget |",
+            large.len(),
+            burned as f64 / 1e9,
+            limits.fuel as f64 / 1e9,
+            100.0 * burned as f64 / limits.fuel as f64,
+            ms(took),
+        );
+    }
     Ok(())
 }

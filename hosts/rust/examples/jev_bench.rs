@@ -9,7 +9,7 @@
 //!
 //! Prints a Markdown table (median of 5 runs per document).
 
-#[path = "../tests/support/fake_jev.rs"]
+#[path = "../../../tests/src/fake_jev.rs"]
 mod fake_jev;
 
 use std::sync::Arc;

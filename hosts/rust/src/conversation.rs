@@ -38,13 +38,17 @@ pub struct ConversationOptions {
     pub agent: String,
     /// The scorer; default the [`Pruner`]'s ([`Scoring::Offline`] unless loaded otherwise).
     pub scoring: Option<Scoring>,
-    /// Jev model named in request bodies (native routes), or none.
+    /// Jev model named in request bodies (native routes); default: the
+    /// scorer's ([`crate::Scorer::jev_model`], e.g. a [`crate::JevScorer`]'s).
     pub jev_model: Option<String>,
     /// Where log lines go (default stderr).
     pub log: Arc<dyn LogSink>,
-    /// Bounds of the default in-memory store; default the guest's
-    /// (`settings.resolve([], none).store`). Ignored with [`store`](Self::store).
+    /// Store bound in stored results; default the guest's
+    /// (`settings.resolve([], none).store.max-records`). Oldest evicted first.
+    /// For the default in-memory store; ignored with [`store`](Self::store).
     pub max_records: Option<u32>,
+    /// Store bound in characters of dropped text (`stored-result.chars`);
+    /// default the guest's (`store.max-chars`). Oldest evicted first.
     pub max_chars: Option<u64>,
     /// Where the id counter and the pruned results live; default a
     /// [`MemoryStore`] with the bounds above. An on-disk store (agent hooks,
@@ -137,6 +141,7 @@ pub struct PruneResult {
     pub gate: Option<Gate>,
     /// The stored id (`P3`) when the outcome is `ok`.
     pub id: Option<String>,
+    /// What was split (`text`, `json_wrapper`, `json_array`); none when nothing was.
     pub shape: Option<Shape>,
     /// The `tool prune:` counts (characters, not bytes); none after a host failure.
     pub counts: Option<Counts>,
@@ -151,6 +156,7 @@ pub struct PruneResult {
     pub served_model: Option<String>,
     /// With [`ToolResult::report`]: one record per paragraph.
     pub paragraphs: Vec<ParagraphReport>,
+    /// Batches that failed (status, class), for diagnosis; never a body.
     pub failures: Vec<BatchFailure>,
     /// Why the host got no guest answer (then `body` is the input, outcome `failed`).
     pub failure: Option<HostFailure>,
@@ -422,7 +428,7 @@ impl Conversation {
             threshold: inner.threshold,
             lang: inner.lang,
             scorer: scoring.choice(),
-            jev_model: inner.jev_model.clone(),
+            jev_model: inner.jev_model.clone().or_else(|| scoring.jev_model()),
             agent: inner.agent.clone(),
             tool: result.tool.clone(),
             report: result.report,

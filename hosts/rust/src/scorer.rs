@@ -68,6 +68,14 @@ impl Scoring {
         }
     }
 
+    /// The Jev model the scorer names, if any.
+    pub(crate) fn jev_model(&self) -> Option<String> {
+        match self {
+            Scoring::Host(scorer) => scorer.jev_model().map(str::to_string),
+            _ => None,
+        }
+    }
+
     /// What the guest is told (`prune-input.scorer`).
     pub(crate) fn choice(&self) -> ScorerChoice {
         match self {
@@ -82,8 +90,9 @@ impl Scoring {
 /// Called on a thread of its own. The host enforces the deadline
 /// (`policy.deadline-ms`) and cancellation whatever the scorer does: past
 /// them it stops waiting and the result is `timeout` / `cancelled`. An
-/// `Err`, a panic, or a wrong number of answers is a scorer failure: every
-/// batch `failed(network)` (the guest's outcome `failed` and its log line).
+/// `Err` or a panic is a scorer failure: every batch `failed(network)` (the
+/// guest's outcome `failed` and its log line). The answers go to the guest
+/// as they are (a missing one is the guest's `no-answer`).
 /// A long-running scorer should watch [`ScoringContext::is_stopped`] or
 /// wait with [`ScoringContext::sleep`].
 pub trait Scorer: Send + Sync {
@@ -92,6 +101,13 @@ pub trait Scorer: Send + Sync {
 
     /// One answer per batch of `request`, in order.
     fn score(&self, request: &ScoringRequest, context: &ScoringContext) -> anyhow::Result<Vec<BatchAnswer>>;
+
+    /// The Jev model to name in request bodies (native routes), when this
+    /// scorer knows it ([`crate::JevScorer`] from its resolved endpoint).
+    /// A conversation's own `jev_model` option wins.
+    fn jev_model(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Set when the host stopped waiting: a scorer takes no new work, skips
@@ -220,14 +236,15 @@ pub(crate) fn run_host_scorer(
     }
     let stop = Arc::new(Stop::default());
     let context = ScoringContext { deadline, stop: stop.clone(), events: tx.clone() };
-    let batches = request.batches.len();
     let failed = all_failed(&request);
     let thread_scorer = scorer.clone();
     let done = tx;
     let spawned = std::thread::Builder::new().name("toolprune-scorer".into()).spawn(move || {
         let answers = catch_unwind(AssertUnwindSafe(|| thread_scorer.score(&request, &context)));
         let answers = match answers {
-            Ok(Ok(answers)) if answers.len() == request.batches.len() => Some(answers),
+            // Too few or too many answers go to the guest as they are (it
+            // reads a missing one as `no-answer`).
+            Ok(Ok(answers)) => Some(answers),
             _ => None,
         };
         let _ = done.send(Event::Done(answers));
@@ -249,7 +266,6 @@ pub(crate) fn run_host_scorer(
         }
     };
     stop.set();
-    debug_assert!(batches == 0 || outcome.as_ref().map_or(true, |a| a.len() == batches));
     match outcome {
         // Cancellation wins over the deadline (SPEC §11).
         Err(ScoringStop::Timeout) if cancel.is_cancelled() => respond(Err(ScoringStop::Cancelled)),

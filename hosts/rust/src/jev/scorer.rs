@@ -56,6 +56,7 @@ pub struct Attempt {
 #[derive(Clone)]
 pub struct JevScorer {
     url: String,
+    model: Option<String>,
     authorization: String,
     agent: ureq::Agent,
     trace: Option<Arc<Mutex<Vec<Attempt>>>>,
@@ -92,6 +93,7 @@ impl JevScorer {
         }
         Ok(JevScorer {
             url: endpoint.url.clone(),
+            model: endpoint.model.clone(),
             authorization: format!("Bearer {token}"),
             agent: builder.build().into(),
             trace: None,
@@ -102,7 +104,8 @@ impl JevScorer {
     /// the variables the guest names (read with `env`), the config file they
     /// point at, resolved by the guest; the token from the variable the
     /// guest names (`config.token-variable`), read here and never passed
-    /// into the guest. Also returns the model to name in bodies.
+    /// into the guest. Also returns the model to name in bodies (the scorer
+    /// names it to its conversations itself: [`Scorer::jev_model`]).
     ///
     /// Errors (one line, no secret): the configuration's or the endpoint's
     /// problem (the guest's message), or no token.
@@ -130,6 +133,10 @@ impl JevScorer {
 impl Scorer for JevScorer {
     fn name(&self) -> &str {
         "jev"
+    }
+
+    fn jev_model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 
     fn score(&self, request: &ScoringRequest, context: &ScoringContext) -> anyhow::Result<Vec<BatchAnswer>> {

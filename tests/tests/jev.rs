@@ -1,31 +1,26 @@
-//! The Jev scorer over HTTP against a loopback server that plays Jev (no real
-//! key): the request shape per route, concurrency, retries, every failure
-//! path of SPEC §11, what leaves the machine (§12), and the CLI.
+//! The Jev transport over HTTP against a loopback server that plays Jev (no
+//! real key): the request shape per route, concurrency, the guest's retry
+//! rule, every failure path of SPEC §11, what leaves the machine (§12). The
+//! endpoint is configured as users configure it: variables resolved by the
+//! guest (`settings.resolve`). The CLI's side is `cli/tests/jev.rs`.
 //!
 //! The tests parse the JSON the server receives; the host never does.
 
-#[path = "support/fake_jev.rs"]
-mod fake_jev;
-
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fake_jev::{answer_all, envelope, FakeJev, Reply, Seen};
 use serde_json::{json, Value};
-use toolprune::jev::{JevConfig, Route, Token};
-use toolprune::types::{Outcome, ScoringRequest, ScoringStop};
-use toolprune::{
-    CancelToken, CapturedLog, JevScorer, Pruned, Pruner, Scorer, ScriptedScorer, ToolResult, Turn,
-    TurnOptions,
-};
+use toolprune::types::{Outcome, ScoringRequest};
+use toolprune::{CancelToken, CapturedLog, ConversationOptions, JevScorer, Pruner, ScriptedScorer, ToolResult};
+use toolprune_tests::conformance::fake_jev::{answer_all, envelope, FakeJev, Reply, Seen};
+use toolprune_tests::{report, wit_name, Pruned, Scoring};
 
 const TOKEN: &str = "tok-SECRET-4f2a9c";
 const ACCOUNT: &str = "acc0123abcd";
 const TOOL: &str = "zq_private_tool_name";
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus");
 const FROZEN_INSTRUCTIONS: &str = "の文章は、`request` の依頼に答えるために必要な情報を含むか。";
 const FROZEN_TRUE: &str = "依頼に答える材料 (事実・数値・主張・手順・限界) が含まれる";
 const FROZEN_FALSE: &str =
@@ -55,42 +50,93 @@ fn request_for(name: &str) -> String {
 const TRANSPORTS: &str = "mcp-spec-2025-11-25-transports.mdx";
 const PEP: &str = "pep-0817-wheel-variants.rst";
 
-fn config(route: Route, server: &FakeJev) -> JevConfig {
+/// The environment a user would set for Jev (the guest resolves it).
+#[derive(Clone, Debug, Default)]
+struct JevConfig {
+    route: &'static str,
+    account_id: Option<String>,
+    token: Option<String>,
+    base_url: Option<String>,
+    model: Option<String>,
+}
+
+impl JevConfig {
+    fn env(&self) -> impl Fn(&str) -> Option<String> + '_ {
+        move |name: &str| match name {
+            "TOOLPRUNE_JEV_ROUTE" => Some(self.route.to_string()).filter(|r| !r.is_empty()),
+            "TOOLPRUNE_JEV_ACCOUNT_ID" => self.account_id.clone(),
+            "TOOLPRUNE_JEV_TOKEN" => self.token.clone(),
+            "TOOLPRUNE_JEV_BASE_URL" => self.base_url.clone(),
+            "TOOLPRUNE_JEV_MODEL" => self.model.clone(),
+            _ => None,
+        }
+    }
+
+    /// The scorer and the model to name in bodies, as the guest resolves them.
+    fn resolve(&self) -> (JevScorer, Option<String>) {
+        JevScorer::from_env(pruner(), &self.env()).expect("a complete configuration")
+    }
+}
+
+fn config(route: &'static str, server: &FakeJev) -> JevConfig {
     JevConfig {
         route,
         account_id: Some(ACCOUNT.to_string()),
-        token: Some(Token::new(TOKEN)),
+        token: Some(TOKEN.to_string()),
         base_url: Some(server.url()),
         model: None,
     }
 }
 
 fn jev(config: &JevConfig) -> JevScorer {
-    JevScorer::new(config).expect("a complete configuration")
+    config.resolve().0
 }
 
-fn options(request: &str, config: &JevConfig) -> TurnOptions {
-    let mut options = TurnOptions::new(request);
-    options.enabled = true;
-    options.agent = "test".to_string();
-    options.jev_model = config.jev_model();
-    options
+/// How a test prunes: the conversation's options beyond the scorer.
+#[derive(Clone, Default)]
+struct How {
+    deadline_cap: Option<Duration>,
+    cancel: Option<CancelToken>,
+    enabled: Option<bool>,
 }
 
-/// Prunes `text` through a turn scored by `jev`; the log line is captured.
-fn prune_with(jev: JevScorer, config: &JevConfig, request: &str, text: &str) -> (Pruned, Vec<String>) {
+/// Prunes `text` through a conversation scored by `jev` (with the report);
+/// the log lines are captured.
+fn prune_how(jev: JevScorer, _config: &JevConfig, request: &str, result: ToolResult, how: How) -> (Pruned, Vec<String>) {
     let log = Arc::new(CapturedLog::new());
-    let mut turn = Turn::new(pruner(), Arc::new(jev), options(request, config)).with_log(log.clone());
-    let pruned = turn.on_tool_result(ToolResult::prunable(TOOL, text));
-    (pruned, log.lines())
+    let conversation = pruner()
+        .conversation(ConversationOptions {
+            enabled: how.enabled.unwrap_or(true),
+            agent: "test".to_string(),
+            // No jev_model: the scorer names the model the guest resolved.
+            scoring: Some(Scoring::host(jev)),
+            log: log.clone(),
+            deadline_cap: how.deadline_cap,
+            ..ConversationOptions::default()
+        })
+        .unwrap();
+    let turn = conversation.turn_with_cancel(request, how.cancel.unwrap_or_default());
+    let result = turn.on_tool_result(ToolResult { report: true, ..result });
+    (Pruned::new(result, &conversation.stored()), log.lines())
+}
+
+fn prune_with(jev: JevScorer, config: &JevConfig, request: &str, text: &str) -> (Pruned, Vec<String>) {
+    prune_how(jev, config, request, ToolResult::prunable(TOOL, text), How::default())
 }
 
 /// The scoring request the guest makes for `text` (no network).
-fn plan(request: &str, text: &str, config: &JevConfig) -> ScoringRequest {
-    let mut turn = Turn::new(pruner(), Arc::new(ScriptedScorer::new()), options(request, config))
-        .with_log(Arc::new(CapturedLog::new()));
-    let job = turn.begin(ToolResult::prunable(TOOL, text));
-    job.scoring_request().cloned().expect("a scoring call")
+fn plan(request: &str, text: &str, _config: &JevConfig) -> ScoringRequest {
+    let scorer = Arc::new(ScriptedScorer::new());
+    let conversation = pruner()
+        .conversation(ConversationOptions {
+            enabled: true,
+            scoring: Some(scorer.clone().into()),
+            log: Arc::new(CapturedLog::new()),
+            ..ConversationOptions::default()
+        })
+        .unwrap();
+    conversation.turn(request).on_tool_result(ToolResult::prunable(TOOL, text));
+    scorer.requests().into_iter().next().expect("a scoring call")
 }
 
 /// Map from a batch's first chunk name (`p12`) to its batch number.
@@ -108,14 +154,7 @@ fn varied(n: u32) -> Value {
 }
 
 fn scores_of(pruned: &Pruned) -> BTreeMap<u32, Option<f64>> {
-    pruned
-        .report
-        .as_ref()
-        .expect("the guest answered")
-        .paragraphs
-        .iter()
-        .map(|p| (p.index, p.score))
-        .collect()
+    report(pruned).paragraphs.iter().map(|p| (p.index, p.score)).collect()
 }
 
 /// Checks one received request against the guest's plan of the same batch.
@@ -152,7 +191,7 @@ fn assert_wire_shape(seen: &Seen, request: &str, model: Option<&str>) {
 #[test]
 fn cloudflare_route_posts_to_the_account_path_with_a_bearer_token_and_no_model() {
     let server = FakeJev::start(|seen| Reply::ok(envelope(&answer_all(seen, varied))));
-    let config = config(Route::Cloudflare, &server);
+    let config = config("cloudflare", &server);
     // A request over 2,000 characters: only the basis leaves the machine.
     let request = format!("{} {}", request_for(TRANSPORTS), "Also explain the details. ".repeat(90));
     assert!(request.chars().count() > 2_000);
@@ -163,7 +202,7 @@ fn cloudflare_route_posts_to_the_account_path_with_a_bearer_token_and_no_model()
         assert_eq!(s.path, format!("/client/v4/accounts/{ACCOUNT}/ai/run/typesafe/jev"));
         assert_wire_shape(s, &request, None);
     }
-    let report = pruned.report.as_ref().unwrap();
+    let report = report(&pruned);
     assert_eq!(report.counts.calls as usize, seen.len(), "the envelope decodes");
     assert_eq!(report.counts.jev_tokens, 100 * seen.iter().map(|s| s.chunk_names().len() as u64).sum::<u64>());
     assert!(report.failures.is_empty());
@@ -173,7 +212,7 @@ fn cloudflare_route_posts_to_the_account_path_with_a_bearer_token_and_no_model()
 #[test]
 fn typesafe_route_posts_the_pinned_model_to_v1_systemone() {
     let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)));
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let request = request_for(TRANSPORTS);
     let (pruned, _) = prune_with(jev(&config), &config, &request, &corpus(TRANSPORTS));
     let seen = server.requests();
@@ -181,13 +220,13 @@ fn typesafe_route_posts_the_pinned_model_to_v1_systemone() {
         assert_eq!(s.path, "/v1/systemone");
         assert_wire_shape(s, &request, Some("jev-1.13.0"));
     }
-    assert_eq!(pruned.report.unwrap().counts.calls as usize, seen.len(), "a bare body decodes");
+    assert_eq!(report(&pruned).clone().counts.calls as usize, seen.len(), "a bare body decodes");
 }
 
 #[test]
 fn vercel_route_posts_under_the_gateway_base_with_the_configured_model() {
     let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)));
-    let mut config = config(Route::Vercel, &server);
+    let mut config = config("vercel", &server);
     config.base_url = Some(format!("{}/typesafe/", server.url()));
     config.model = Some("jev-1.14.0".to_string());
     let request = request_for(TRANSPORTS);
@@ -198,7 +237,7 @@ fn vercel_route_posts_under_the_gateway_base_with_the_configured_model() {
         assert_eq!(s.path, "/typesafe/v1/systemone");
         assert_wire_shape(s, &request, Some("jev-1.14.0"));
     }
-    assert!(pruned.report.unwrap().failures.is_empty());
+    assert!(report(&pruned).clone().failures.is_empty());
 }
 
 #[test]
@@ -207,8 +246,8 @@ fn the_cloudflare_envelope_and_a_bare_body_give_the_same_scores() {
     let wrapped = FakeJev::start(|seen| Reply::ok(envelope(&answer_all(seen, varied))));
     let request = request_for(TRANSPORTS);
     let text = corpus(TRANSPORTS);
-    let a = config(Route::TypeSafe, &bare);
-    let b = config(Route::Cloudflare, &wrapped);
+    let a = config("typesafe", &bare);
+    let b = config("cloudflare", &wrapped);
     let (pa, _) = prune_with(jev(&a), &a, &request, &text);
     let (pb, _) = prune_with(jev(&b), &b, &request, &text);
     assert_eq!(scores_of(&pa), scores_of(&pb));
@@ -220,7 +259,7 @@ fn the_cloudflare_envelope_and_a_bare_body_give_the_same_scores() {
 #[test]
 fn at_most_four_requests_in_flight_and_every_batch_of_a_120k_document_scored() {
     let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)).delay(Duration::from_millis(80)));
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let request = request_for(PEP);
     let text = corpus(PEP);
     assert_eq!(text.chars().count(), 121_429);
@@ -237,7 +276,7 @@ fn at_most_four_requests_in_flight_and_every_batch_of_a_120k_document_scored() {
     let planned: BTreeSet<String> =
         plan.batches.iter().flat_map(|b| b.paragraphs.iter().map(|p| format!("p{p}"))).collect();
     assert_eq!(sent, planned);
-    let report = pruned.report.as_ref().unwrap();
+    let report = report(&pruned);
     assert_eq!(report.counts.calls as usize, plan.batches.len());
     assert!(report.failures.is_empty());
     let scores = scores_of(&pruned);
@@ -256,12 +295,12 @@ fn a_429_then_200_is_scored() {
             Reply::ok(answer_all(seen, varied))
         }
     });
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let request = request_for(TRANSPORTS);
     let text = corpus(TRANSPORTS);
     let batches = plan(&request, &text, &config).batches.len();
     let (pruned, _) = prune_with(jev(&config), &config, &request, &text);
-    let report = pruned.report.unwrap();
+    let report = report(&pruned).clone();
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     assert_eq!(report.counts.calls as usize, batches);
     assert_eq!(server.requests().len(), batches + 1, "one retry");
@@ -281,23 +320,24 @@ fn retry_after_is_honoured_when_it_fits_the_deadline_and_never_beyond_it() {
             Reply::ok(answer_all(seen, varied))
         }
     });
-    let first_config = config(Route::TypeSafe, &server);
+    let first_config = config("typesafe", &server);
     let (pruned, _) = prune_with(jev(&first_config), &first_config, &request, &text);
-    assert!(pruned.report.unwrap().failures.is_empty());
+    assert!(report(&pruned).clone().failures.is_empty());
     let seen = server.requests();
     let (failed, retried) = (&seen[0], seen.iter().skip(1).find(|s| s.body == seen[0].body).expect("a retry"));
     assert!(retried.at.duration_since(failed.at) >= Duration::from_millis(990));
 
     // Retry-After: 60 does not fit the 20 s deadline: no retry, no wait.
     let server = FakeJev::start(|_| Reply::status(429).header("Retry-After", "60"));
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let plan = plan(&request, &text, &config);
     let started = Instant::now();
-    let response = jev(&config).score(&plan);
+    let (pruned, _) = prune_with(jev(&config), &config, &request, &text);
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     assert_eq!(server.requests().len(), plan.batches.len(), "no retry");
-    let answers = response.answers.expect("answers");
-    assert!(answers.iter().all(|a| matches!(a, toolprune::types::BatchAnswer::Failed(toolprune::types::Failure::Http(429)))));
+    let failures = &report(&pruned).failures;
+    assert_eq!(failures.len(), plan.batches.len());
+    assert!(failures.iter().all(|f| f.status == Some(429) && wit_name(&f.class) == "rate_limited"));
 }
 
 #[test]
@@ -309,17 +349,17 @@ fn a_500_twice_keeps_that_batch_and_scores_the_others() {
             Reply::ok(answer_all(seen, varied))
         }
     });
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let request = request_for(PEP);
     let text = corpus(PEP);
     let plan = plan(&request, &text, &config);
     let (pruned, log) = prune_with(jev(&config), &config, &request, &text);
     let first_batch = server.requests().into_iter().filter(|s| s.chunk_names()[0] == "p0").count();
     assert_eq!(first_batch, 2, "tried, retried once, then given up");
-    let report = pruned.report.as_ref().unwrap();
+    let report = report(&pruned);
     assert_eq!(report.failures.len(), 1);
     assert_eq!((report.failures[0].batch, report.failures[0].status), (0, Some(500)));
-    assert_eq!(report.failures[0].class, "http-5xx");
+    assert_eq!(wit_name(&report.failures[0].class), "http_5xx");
     assert_eq!(report.counts.calls as usize, plan.batches.len() - 1);
     let scores = scores_of(&pruned);
     assert!(plan.batches[0].paragraphs.iter().all(|p| scores[p].is_none()), "batch 0 kept");
@@ -338,15 +378,15 @@ fn a_402_and_other_4xx_are_never_retried_and_their_bodies_never_kept() {
                 Reply::ok(answer_all(seen, varied))
             }
         });
-        let config = config(Route::TypeSafe, &server);
+        let config = config("typesafe", &server);
         let request = request_for(PEP);
         let (pruned, log) = prune_with(jev(&config), &config, &request, &corpus(PEP));
         let tried = server.requests().into_iter().filter(|s| s.chunk_names()[0] == "p0").count();
         assert_eq!(tried, 1, "{status} is not retried");
-        let report = pruned.report.as_ref().unwrap();
+        let report = report(&pruned);
         assert_eq!(report.failures[0].status, Some(status));
-        let class = if status == 402 { "out-of-credit" } else { "http-4xx" };
-        assert_eq!(report.failures[0].class, class);
+        let class = if status == 402 { "out_of_credit" } else { "http_4xx" };
+        assert_eq!(wit_name(&report.failures[0].class), class);
         let shown = format!("{:?} {log:?}", report.failures);
         assert!(!shown.contains("echo") && !shown.contains(TOKEN), "{shown}");
     }
@@ -354,7 +394,7 @@ fn a_402_and_other_4xx_are_never_retried_and_their_bodies_never_kept() {
 
 #[test]
 fn undecodable_answers_and_invalid_scores_keep_their_paragraphs() {
-    let config_probe = JevConfig { route: Route::TypeSafe, ..JevConfig::default() };
+    let config_probe = JevConfig { route: "typesafe", ..JevConfig::default() };
     let request = request_for(PEP);
     let text = corpus(PEP);
     let plan = plan(&request, &text, &config_probe);
@@ -380,11 +420,11 @@ fn undecodable_answers_and_invalid_scores_keep_their_paragraphs() {
             _ => Reply::ok(answer_all(seen, varied)),
         }
     });
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let (pruned, _) = prune_with(jev(&config), &config, &request, &text);
-    let report = pruned.report.as_ref().unwrap();
-    let failed: Vec<(u32, &str)> = report.failures.iter().map(|f| (f.batch, f.class.as_str())).collect();
-    assert_eq!(failed, vec![(0, "undecodable"), (1, "undecodable")]);
+    let report = report(&pruned);
+    let failed: Vec<(u32, String)> = report.failures.iter().map(|f| (f.batch, wit_name(&f.class))).collect();
+    assert_eq!(failed, vec![(0, "undecodable".to_string()), (1, "undecodable".to_string())]);
     assert_eq!(report.counts.calls as usize, plan.batches.len() - 2);
     let scores = scores_of(&pruned);
     for b in [0, 1, 3, 4] {
@@ -400,13 +440,13 @@ fn undecodable_answers_and_invalid_scores_keep_their_paragraphs() {
 #[test]
 fn all_batches_failing_is_failed_and_gives_the_raw_text() {
     let server = FakeJev::start(|_| Reply::status(503));
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let text = corpus(TRANSPORTS);
     let (pruned, log) = prune_with(jev(&config), &config, &request_for(TRANSPORTS), &text);
     assert_eq!(pruned.outcome, Outcome::Failed);
     assert_eq!(pruned.body, text);
     assert!(log[0].contains("outcome=failed") && log[0].contains("calls=0"), "{log:?}");
-    assert!(pruned.report.unwrap().failures.iter().all(|f| f.status == Some(503)));
+    assert!(report(&pruned).clone().failures.iter().all(|f| f.status == Some(503)));
 }
 
 #[test]
@@ -415,8 +455,8 @@ fn a_connection_error_fails_the_batches_as_network() {
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
     let config = JevConfig {
-        route: Route::TypeSafe,
-        token: Some(Token::new(TOKEN)),
+        route: "typesafe",
+        token: Some(TOKEN.to_string()),
         base_url: Some(url),
         ..JevConfig::default()
     };
@@ -424,9 +464,9 @@ fn a_connection_error_fails_the_batches_as_network() {
     let (pruned, _) = prune_with(jev(&config), &config, &request_for(TRANSPORTS), &text);
     assert_eq!(pruned.outcome, Outcome::Failed);
     assert_eq!(pruned.body, text);
-    let failures = pruned.report.unwrap().failures;
+    let failures = report(&pruned).clone().failures;
     assert!(!failures.is_empty());
-    assert!(failures.iter().all(|f| f.status.is_none() && f.class == "network"), "{failures:?}");
+    assert!(failures.iter().all(|f| f.status.is_none() && wit_name(&f.class) == "network"), "{failures:?}");
 }
 
 #[test]
@@ -439,24 +479,22 @@ fn a_stalled_server_times_out_within_the_deadline_and_finished_batches_are_disca
             Reply::stall()
         }
     });
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let request = request_for(PEP);
     let text = corpus(PEP);
     let plan = plan(&request, &text, &config);
     assert_eq!(plan.policy.deadline_ms, 20_000, "the guest's policy");
     let deadline = Duration::from_millis(1_500);
-    let scorer = jev(&config).with_deadline_cap_for_tests(deadline);
 
     let started = Instant::now();
-    let response = scorer.score(&plan);
+    let how = How { deadline_cap: Some(deadline), ..How::default() };
+    let (pruned, log) = prune_how(jev(&config), &config, &request, ToolResult::prunable(TOOL, text.as_str()), how);
     let waited = started.elapsed();
-    assert!(matches!(response.answers, Err(ScoringStop::Timeout)));
     // The margin only absorbs thread scheduling on a loaded CI machine.
-    assert!(waited >= deadline && waited < deadline + Duration::from_millis(500), "{waited:?}");
-    assert!(response.elapsed_ms >= 1_500 && response.elapsed_ms < 2_000);
-
-    // Through the guest: raw text, outcome timeout, no score kept.
-    let (pruned, log) = prune_with(scorer, &config, &request, &text);
+    assert!(waited >= deadline && waited < deadline + Duration::from_millis(900), "{waited:?}");
+    let ms = report(&pruned).counts.ms.expect("measured");
+    assert!((1_500..2_400).contains(&ms), "{ms}");
+    // Raw text, outcome timeout, no score kept (batch 0's answer discarded).
     assert_eq!(pruned.outcome, Outcome::Timeout);
     assert_eq!(pruned.body, text);
     assert!(scores_of(&pruned).values().all(Option::is_none));
@@ -466,28 +504,26 @@ fn a_stalled_server_times_out_within_the_deadline_and_finished_batches_are_disca
 #[test]
 fn cancellation_while_waiting_answers_cancelled_at_once() {
     let server = FakeJev::start(|_| Reply::stall());
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let request = request_for(TRANSPORTS);
     let text = corpus(TRANSPORTS);
-    let plan = plan(&request, &text, &config);
     let token = CancelToken::new();
-    let scorer = jev(&config).with_cancel(token.clone());
-    let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        token.cancel();
-    });
+    let canceller = {
+        let token = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            token.cancel();
+        })
+    };
     let started = Instant::now();
-    let response = scorer.score(&plan);
+    let how = How { cancel: Some(token), ..How::default() };
+    let (pruned, log) = prune_how(jev(&config), &config, &request, ToolResult::prunable(TOOL, text.as_str()), how);
     let waited = started.elapsed();
     canceller.join().unwrap();
-    assert!(matches!(response.answers, Err(ScoringStop::Cancelled)));
     // At once: woken by the token, not by the 20 s deadline (the margin only
     // absorbs thread scheduling on a loaded CI machine).
-    assert!(waited < Duration::from_millis(800), "stopped waiting at once: {waited:?}");
+    assert!(waited < Duration::from_millis(1_500), "stopped waiting at once: {waited:?}");
     assert!(!server.requests().is_empty(), "it was waiting on the server");
-
-    // Through the guest (the token stays cancelled): raw text, `cancelled`.
-    let (pruned, log) = prune_with(scorer, &config, &request, &text);
     assert_eq!(pruned.outcome, Outcome::Cancelled);
     assert_eq!(pruned.body, text);
     assert!(log[0].contains("outcome=cancelled"), "{log:?}");
@@ -496,21 +532,19 @@ fn cancellation_while_waiting_answers_cancelled_at_once() {
 #[test]
 fn a_token_cancelled_before_scoring_sends_nothing_and_wins_over_the_deadline() {
     let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)));
-    let config = config(Route::TypeSafe, &server);
-    let plan = plan(&request_for(TRANSPORTS), &corpus(TRANSPORTS), &config);
+    let config = config("typesafe", &server);
     let token = CancelToken::new();
     token.cancel();
-    let scorer = jev(&config)
-        .with_cancel(token)
-        .with_deadline_cap_for_tests(Duration::ZERO);
-    assert!(matches!(scorer.score(&plan).answers, Err(ScoringStop::Cancelled)));
+    let how = How { cancel: Some(token), deadline_cap: Some(Duration::ZERO), ..How::default() };
+    let (pruned, _) = prune_how(jev(&config), &config, &request_for(TRANSPORTS), ToolResult::prunable(TOOL, corpus(TRANSPORTS)), how);
+    assert_eq!(pruned.outcome, Outcome::Cancelled);
     assert!(server.requests().is_empty());
 }
 
 #[test]
 fn across_the_corpus_only_the_basis_and_short_paragraphs_leave_and_the_token_only_in_its_header() {
     let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)));
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let manifest: Value = serde_json::from_str(&corpus("manifest.json")).unwrap();
     let mut scored_docs = 0;
     for doc in manifest.as_array().unwrap() {
@@ -552,35 +586,24 @@ fn across_the_corpus_only_the_basis_and_short_paragraphs_leave_and_the_token_onl
 #[test]
 fn nothing_is_sent_when_a_gate_stops_the_call() {
     let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)));
-    let config = config(Route::TypeSafe, &server);
+    let config = config("typesafe", &server);
     let request = request_for(TRANSPORTS);
     let text = corpus(TRANSPORTS);
-    let run = |options: TurnOptions, result: ToolResult| {
-        let mut turn = Turn::new(pruner(), Arc::new(jev(&config)), options)
-            .with_log(Arc::new(CapturedLog::new()));
-        turn.on_tool_result(result)
-    };
-    let on = options(&request, &config);
-    let mut off = on.clone();
-    off.enabled = false;
-    let mut failed = ToolResult::prunable(TOOL, text.clone());
-    failed.succeeded = false;
-    let mut not_prunable = ToolResult::prunable(TOOL, text.clone());
-    not_prunable.prunable = false;
     // JSON that is neither a wrapper nor an array (SPEC §8, §13).
     let structured = corpus("danger-js-fixture-github_pr.json");
     assert!(structured.trim_start().starts_with('{'));
+    let off = How { enabled: Some(false), ..How::default() };
     let cases = [
-        ("disabled", off, ToolResult::prunable(TOOL, text.clone())),
-        ("failed tool", on.clone(), failed),
-        ("not prunable", on.clone(), not_prunable),
-        ("short", on.clone(), ToolResult::prunable(TOOL, text[..3_000].to_string())),
-        ("structured", on.clone(), ToolResult::prunable(TOOL, structured.clone())),
-        ("no basis", options("ok", &config), ToolResult::prunable(TOOL, text.clone())),
+        ("disabled", request.as_str(), off, ToolResult::prunable(TOOL, text.clone())),
+        ("failed tool", request.as_str(), How::default(), ToolResult { ok: false, ..ToolResult::prunable(TOOL, text.clone()) }),
+        ("not prunable", request.as_str(), How::default(), ToolResult::new(TOOL, text.clone())),
+        ("short", request.as_str(), How::default(), ToolResult::prunable(TOOL, text[..3_000].to_string())),
+        ("structured", request.as_str(), How::default(), ToolResult::prunable(TOOL, structured.clone())),
+        ("no basis", "ok", How::default(), ToolResult::prunable(TOOL, text.clone())),
     ];
-    for (gate, options, result) in cases {
+    for (gate, request, how, result) in cases {
         let raw = result.text.clone();
-        let pruned = run(options, result);
+        let (pruned, _) = prune_how(jev(&config), &config, request, result, how);
         assert_eq!(pruned.body, raw, "{gate}");
         assert!(server.requests().is_empty(), "{gate}: something was sent");
     }
@@ -589,194 +612,10 @@ fn nothing_is_sent_when_a_gate_stops_the_call() {
 #[test]
 fn debug_output_of_the_scorer_never_shows_the_token() {
     let server = FakeJev::start(|_| Reply::status(500));
-    let scorer = jev(&config(Route::Cloudflare, &server));
+    let scorer = jev(&config("cloudflare", &server));
     let shown = format!("{scorer:?}");
     assert!(!shown.contains(TOKEN), "{shown}");
     assert!(shown.contains(ACCOUNT), "the URL is shown: {shown}");
+    assert!(!format!("{:?}", Scoring::host(scorer)).contains(TOKEN));
 }
 
-// ---- the CLI ------------------------------------------------------------
-
-fn toolprune(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_toolprune"));
-    command.args(args);
-    for name in toolprune::jev::ENV_VARS {
-        command.env_remove(name);
-    }
-    command
-        .env("XDG_CONFIG_HOME", "/nonexistent/toolprune-tests")
-        .env_remove("HOME")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
-
-fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    toolprune(args, env).output().expect("toolprune runs")
-}
-
-fn jev_env<'a>(server_url: &'a str, route: &'a str) -> Vec<(&'a str, &'a str)> {
-    vec![
-        ("TOOLPRUNE_JEV_ROUTE", route),
-        ("TOOLPRUNE_JEV_ACCOUNT_ID", ACCOUNT),
-        ("TOOLPRUNE_JEV_TOKEN", TOKEN),
-        ("TOOLPRUNE_JEV_BASE_URL", server_url),
-    ]
-}
-
-fn file_path(name: &str) -> String {
-    format!("{CORPUS}/{name}")
-}
-
-#[test]
-fn cli_prune_with_scorer_jev_prunes_a_corpus_document_end_to_end() {
-    let server = FakeJev::start(|seen| Reply::ok(envelope(&answer_all(seen, varied))));
-    let url = server.url();
-    let request = request_for(PEP);
-    let out = run(
-        &["prune", "--scorer", "jev", "--request", &request, &file_path(PEP)],
-        &jev_env(&url, "cloudflare"),
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("outcome=ok") && stderr.contains(" scorer=jev"), "{stderr}");
-    assert!(!stderr.contains(TOKEN));
-    let body = String::from_utf8(out.stdout).unwrap();
-    assert!(body.starts_with("[Omitted by relevance: "), "{}", &body[..100]);
-    assert!(body.len() < corpus(PEP).len());
-    assert!(!server.requests().is_empty());
-}
-
-#[test]
-fn cli_uses_jev_by_default_when_credentials_are_present_and_offline_otherwise() {
-    let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)));
-    let url = server.url();
-    let request = request_for(TRANSPORTS);
-    let file = file_path(TRANSPORTS);
-    let args = ["prune", "--request", request.as_str(), file.as_str()];
-    let out = run(&args, &jev_env(&url, "typesafe"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(" scorer=jev"), "{stderr}");
-    assert!(!server.requests().is_empty());
-
-    // A Cloudflare route without an account id is not a credential.
-    let mut env = jev_env(&url, "cloudflare");
-    env.retain(|(k, _)| *k != "TOOLPRUNE_JEV_ACCOUNT_ID");
-    let before = server.requests().len();
-    let out = run(&args, &env);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(" scorer=offline"), "{stderr}");
-    assert_eq!(server.requests().len(), before);
-
-    // Named but incomplete: a usage error that says what is missing.
-    let out = run(&["prune", "--scorer", "jev", "--request", &request, &file_path(TRANSPORTS)], &env);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("TOOLPRUNE_JEV_ACCOUNT_ID"));
-    // Fail-open even so: the text goes through unchanged.
-    assert_eq!(out.stdout, std::fs::read(file_path(TRANSPORTS)).expect("corpus"));
-}
-
-#[test]
-fn cli_ctrl_c_during_scoring_prints_the_raw_text_with_outcome_cancelled() {
-    let server = FakeJev::start(|_| Reply::stall());
-    let url = server.url();
-    let request = request_for(TRANSPORTS);
-    let child = toolprune(
-        &["prune", "--scorer", "jev", "--request", &request, &file_path(TRANSPORTS)],
-        &jev_env(&url, "typesafe"),
-    )
-    .spawn()
-    .expect("toolprune runs");
-    let waiting = Instant::now();
-    while server.requests().is_empty() {
-        assert!(waiting.elapsed() < Duration::from_secs(30), "no request arrived");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let interrupted = Instant::now();
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
-    assert!(kill.success());
-    let out = child.wait_with_output().expect("toolprune exits");
-    assert!(interrupted.elapsed() < Duration::from_secs(5), "{:?}", interrupted.elapsed());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("outcome=cancelled"), "{stderr}");
-    assert_eq!(out.stdout, corpus(TRANSPORTS).into_bytes());
-}
-
-#[test]
-fn cli_jev_check_reports_status_and_decoded_counts_or_a_diagnosis() {
-    let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, |n| json!(if n == 0 { 0.93 } else { 0.02 }))));
-    let url = server.url();
-    let out = run(&["jev", "check"], &jev_env(&url, "typesafe"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("HTTP 200"), "{stdout}");
-    assert!(stdout.contains("calls=1 jev_tokens=200"), "{stdout}");
-    assert!(stdout.contains("p0=0.93 p1=0.02"), "{stdout}");
-    assert!(stdout.contains("model=jev-1.13.0"), "{stdout}");
-    assert!(!stdout.contains(TOKEN));
-    let seen = server.requests();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].chunk_names(), ["p0", "p1"], "one two-paragraph request");
-    assert!(!seen[0].body.contains("jev-check"), "the tool label is not sent");
-
-    let diagnose = |status: u16, expect: &str| {
-        let server = FakeJev::start(move |_| Reply::status(status));
-        let url = server.url();
-        let out = run(&["jev", "check"], &jev_env(&url, "cloudflare"));
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert_eq!(out.status.code(), Some(1), "{stdout}");
-        assert!(stdout.contains(expect), "{status}: {stdout}");
-        assert!(!stdout.contains("echo") && !stdout.contains(TOKEN), "{stdout}");
-    };
-    diagnose(401, "token was refused");
-    diagnose(402, "out of credit");
-    diagnose(404, "no such endpoint");
-
-    let out = run(&["jev", "check"], &[("TOOLPRUNE_JEV_ROUTE", "typesafe")]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("no token"), "{:?}", out);
-    let out = run(&["jev", "check"], &[("TOOLPRUNE_JEV_TOKEN", TOKEN)]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("no account id"), "{:?}", out);
-
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
-    let out = run(&["jev", "check"], &jev_env(&dead, "typesafe"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("unreachable: connection refused"), "{stdout}");
-}
-
-#[test]
-fn cli_an_unparsable_config_file_turns_pruning_off_and_says_so() {
-    let dir = std::env::temp_dir().join(format!("toolprune-jev-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bad = dir.join("bad.toml");
-    std::fs::write(&bad, "enabled = tru\n").unwrap();
-    let request = request_for(TRANSPORTS);
-    let out = run(
-        &["prune", "--request", &request, &file_path(TRANSPORTS)],
-        &[("TOOLPRUNE_CONFIG", bad.to_str().unwrap())],
-    );
-    assert!(out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("pruning is off") && stderr.contains("bad.toml line 1"), "{stderr}");
-    assert_eq!(out.stdout, corpus(TRANSPORTS).into_bytes(), "the raw text, unchanged");
-
-    let good = dir.join("good.toml");
-    std::fs::write(&good, "threshold = 0.3\n[jev]\nroute = \"typesafe\"\n").unwrap();
-    let server = FakeJev::start(|seen| Reply::ok(answer_all(seen, varied)));
-    let url = server.url();
-    let out = run(
-        &["prune", "--request", &request, &file_path(TRANSPORTS)],
-        &[
-            ("TOOLPRUNE_CONFIG", good.to_str().unwrap()),
-            ("TOOLPRUNE_JEV_TOKEN", TOKEN),
-            ("TOOLPRUNE_JEV_BASE_URL", url.as_str()),
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(" scorer=jev") && stderr.contains("threshold=0.3"), "{stderr}");
-    assert_eq!(server.requests()[0].path, "/v1/systemone", "route from the file");
-}
