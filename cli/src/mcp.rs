@@ -100,9 +100,10 @@ impl OmittedServer {
                 }
             }
         }
+        let agent = session.as_ref().map_or_else(|| "mcp".to_string(), |s| s.agent());
         let store = session.map(|s| Arc::new(s) as Arc<dyn ResultStore>);
         let quiet = store.is_none();
-        answer_omitted(&self.pruner, &self.config, "mcp", store, &arguments.to_string(), if quiet { Arc::new(Discard) } else { log })
+        answer_omitted(&self.pruner, &self.config, &agent, store, &arguments.to_string(), if quiet { Arc::new(Discard) } else { log })
             .unwrap_or_else(|| "omitted is unavailable right now; call the tool again.".to_string())
     }
 }

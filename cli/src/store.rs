@@ -457,6 +457,13 @@ impl Session {
         &self.dir
     }
 
+    /// The agent label the session was opened with (`claude-code`, `gemini`,
+    /// …), as its directory name carries it: for log lines.
+    pub fn agent(&self) -> String {
+        let name = self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.rsplit_once('-').map_or(name.clone(), |(label, _)| label.to_string())
+    }
+
     /// The same session with these bounds for [`ResultStore::push`]
     /// (without bounds nothing is evicted).
     pub fn with_bounds(mut self, bounds: Bounds) -> Self {
@@ -786,6 +793,7 @@ mod tests {
         assert!(!token.contains("mine"), "the raw session id never travels: {token}");
         let opened = root.session_for_token(&token).unwrap().expect("its own session");
         assert_eq!(opened.path(), mine.path());
+        assert_eq!(opened.agent(), "claude-code");
         // Another session's name under this token's MAC, a flipped MAC bit, garbage: nothing.
         let other_name = Root::session_name("claude-code", "other");
         let (_, mac) = token.rsplit_once('.').unwrap();

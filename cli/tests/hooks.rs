@@ -35,7 +35,9 @@ impl Scratch {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
+        // Gemini CLI's settings with toolprune's MCP server (the hook tail-calls it only then).
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        std::fs::write(home.join(".gemini/settings.json"), "{\n  // jsonc\n  \"mcpServers\": {\"toolprune\": {\"command\": \"toolprune\", \"args\": [\"mcp\"]}}\n}\n").unwrap();
         let store = dir.path().join("store");
         Scratch { home, store, _dir: dir, extra: Vec::new() }
     }
@@ -430,6 +432,11 @@ fn gemini_replaces_a_result_through_a_tail_call_that_the_mcp_server_answers_with
     assert_eq!(scratch.hook("gemini", &error), "{}");
     let image = with(gemini_after_tool("g"), json!({"tool_response": {"llmContent": [{"text": page()}, {"inlineData": {"mimeType": "image/png", "data": "AA=="}}]}}));
     assert_eq!(scratch.hook("gemini", &image), "{}");
+    // Without toolprune's MCP server in the settings, a tail call would fail: no change.
+    std::fs::remove_file(scratch.home.join(".gemini/settings.json")).unwrap();
+    let unregistered = with(gemini_after_tool("g"), json!({"cwd": scratch.home.join("nowhere")}));
+    assert_eq!(scratch.hook("gemini", &unregistered), "{}");
+    assert!(scratch.log().contains("reason=no_omitted_server"), "{}", scratch.log());
     let end = with(fixture("gemini", "SessionEnd.stdin.json"), json!({"session_id": "g"}));
     assert_eq!(scratch.hook("gemini", &end), "{}");
     let after_end = &mcp_calls(&scratch, &[tail["args"].clone()])[0];

@@ -20,6 +20,10 @@
 //! - `SessionEnd` → drop the session's records (keep the counter).
 //! - Anything else, and every failure: `{}` (no change). Gemini CLI reads
 //!   stderr as the answer when stdout is empty, so stdout always has JSON.
+//!
+//! A tail call to a tool that is not registered replaces the result with
+//! "tool not found": so a result is pruned only when `mcpServers.toolprune`
+//! is in the user's or the project's `settings.json`.
 
 use serde_json::{json, Map, Value};
 
@@ -71,6 +75,23 @@ fn result_text(response: &Value) -> Result<String, Pass> {
     }
 }
 
+/// Whether `mcpServers.toolprune` is in `~/.gemini/settings.json` or the
+/// project's `.gemini/settings.json` (JSON with comments).
+fn server_registered(hook: &Hook<'_>) -> bool {
+    let mut files = Vec::new();
+    if let Some(home) = (hook.cx.env)("HOME").filter(|h| !h.is_empty()) {
+        files.push(std::path::Path::new(&home).join(".gemini").join("settings.json"));
+    }
+    if let Some(cwd) = hook.str("cwd") {
+        files.push(std::path::Path::new(cwd).join(".gemini").join("settings.json"));
+    }
+    files.iter().any(|path| {
+        let Ok(text) = std::fs::read_to_string(path) else { return false };
+        let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
+        root.object_value().and_then(|o| o.object_value("mcpServers")).and_then(|m| m.get(SERVER_NAME)).is_some()
+    })
+}
+
 fn tail_call(tool: &str, args: Map<String, Value>) -> Value {
     json!({
         "hookSpecificOutput": {
@@ -92,6 +113,9 @@ fn after_tool(hook: &Hook<'_>) -> Answer {
         return Ok(Some(tail_call(tool, args)));
     }
     let text = result_text(&hook.event["tool_response"])?;
+    if !server_registered(hook) {
+        return Err(Pass::new("no_omitted_server"));
+    }
     let pruned = hook.prune(tool, text, &|| None)?;
     pruned.session.put_body(&pruned.id, &pruned.body).map_err(|_| Pass::new("store"))?;
     let mut args = Map::new();
