@@ -247,6 +247,9 @@ pub struct FileRecord {
     pub scope: String,
     /// toolprune created the file.
     pub created_file: bool,
+    /// Folders toolprune created for the file (deepest first), removed again if empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_dirs: Vec<String>,
     /// Objects and arrays toolprune created (paths), removed again when empty.
     pub created: Vec<Vec<String>>,
     /// The edits toolprune made (and nothing that was there before).
@@ -560,6 +563,7 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
         agent: agent.label().to_string(),
         scope: scope_name(scope),
         created_file: before.is_none(),
+        created_dirs: missing_dirs(&file.path),
         ..FileRecord::default()
     });
     let mut notes = Vec::new();
@@ -603,6 +607,11 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
         Some(after)
     };
     Ok(Change { path: file.path.clone(), before, after, record: Some(record), notes })
+}
+
+/// The folders above `path` that do not exist yet, deepest first.
+fn missing_dirs(path: &Path) -> Vec<String> {
+    path.ancestors().skip(1).take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(|d| d.to_string_lossy().into_owned()).collect()
 }
 
 fn uninstall_file(path: &Path, record: &FileRecord) -> Result<Change, String> {
@@ -653,7 +662,14 @@ fn commit(changes: &[Change], manifest: &mut Manifest, manifest_path: &Path, dry
         if change.before != change.after {
             match &change.after {
                 Some(after) => write_file(&change.path, after)?,
-                None => std::fs::remove_file(&change.path).map_err(|e| format!("cannot delete {}: {e}", change.path.display()))?,
+                None => {
+                    std::fs::remove_file(&change.path).map_err(|e| format!("cannot delete {}: {e}", change.path.display()))?;
+                    // The folders install made for it, if nothing else is in them.
+                    let key = change.path.to_string_lossy().into_owned();
+                    for dir in manifest.files.get(&key).map(|r| r.created_dirs.clone()).unwrap_or_default() {
+                        let _ = std::fs::remove_dir(dir);
+                    }
+                }
             }
         }
         let key = change.path.to_string_lossy().into_owned();
@@ -670,6 +686,10 @@ fn commit(changes: &[Change], manifest: &mut Manifest, manifest_path: &Path, dry
     if manifest.files.is_empty() {
         if manifest_path.exists() {
             std::fs::remove_file(manifest_path).map_err(|e| format!("cannot delete {}: {e}", manifest_path.display()))?;
+            // toolprune's own config folder, when nothing else (a config.toml) is in it.
+            if let Some(dir) = manifest_path.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
     } else {
         manifest.save(manifest_path)?;
@@ -912,10 +932,15 @@ mod tests {
         for file in &files {
             match original {
                 Some(text) => assert_eq!(std::fs::read_to_string(&file.path).unwrap(), text, "{}", file.path.display()),
-                None => assert!(!file.path.exists(), "{} was created by install and removed", file.path.display()),
+                None => {
+                    assert!(!file.path.exists(), "{} was created by install and removed", file.path.display());
+                    let parent = file.path.parent().unwrap();
+                    assert!(!parent.exists() || parent == paths.home || parent == paths.project, "{} was created by install and removed", parent.display());
+                }
             }
         }
         assert!(!paths.manifest().exists(), "nothing left to remember");
+        assert!(!paths.config_dir.exists(), "nor the folder made for it");
     }
 
     #[test]

@@ -219,6 +219,17 @@ fn install_cmd(args: InstallArgs) -> Result<ExitCode, String> {
     let config = pruner()?.configuration(&cli_jev::env).map_err(|e| format!("configuration: {e}; fix it, then install again"))?;
     let report = install::install(args.agent, args.scope(), &paths, &config.prunable, args.dry_run)?;
     write_stdout(report.text.as_bytes())?;
+    if !args.dry_run {
+        let agent = args.agent.label();
+        let prunable = config.prunable.join(", ");
+        write_stdout(
+            format!(
+                "toolprune is installed for {agent}: results of {prunable} are pruned from the next session on; \
+                 `toolprune doctor {agent}` checks it, `toolprune uninstall {agent}` removes it\n"
+            )
+            .as_bytes(),
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
