@@ -865,6 +865,67 @@ pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[Str
     checks
 }
 
+/// `toolprune doctor AGENT`: the settings ([`check_settings`]), then the
+/// component (loads, disk cache), the configuration (resolves), and the
+/// store root (private and writable). Returns the report and whether every
+/// check passed.
+pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
+    let mut checks = Vec::new();
+    let pruner = toolprune::Pruner::shared();
+    let config = match &pruner {
+        Ok(pruner) => {
+            checks.push(Check { ok: true, what: format!("the component loads (contract {})", pruner.version()) });
+            match toolprune::CacheDir::Default.path() {
+                Some(dir) if std::fs::read_dir(&dir).is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm")))) => {
+                    checks.push(Check { ok: true, what: format!("compiled component cached in {}", dir.display()) })
+                }
+                Some(dir) => checks.push(Check { ok: false, what: format!("no compiled component in {} (every hook compiles it: slow)", dir.display()) }),
+                None => checks.push(Check { ok: false, what: "no cache folder (HOME unset): every hook compiles the component".into() }),
+            }
+            match pruner.configuration(env) {
+                Ok(config) => {
+                    checks.push(Check { ok: true, what: format!("configuration resolves (enabled={}, prunable={:?})", config.enabled, config.prunable) });
+                    Some(config)
+                }
+                Err(e) => {
+                    checks.push(Check { ok: false, what: format!("configuration: {e} (hooks pass everything unchanged)") });
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            checks.push(Check { ok: false, what: format!("the component does not load: {e:#}") });
+            None
+        }
+    };
+    let prunable = config.as_ref().map(|c| c.prunable.clone()).unwrap_or_default();
+    checks.extend(check_settings(agent, scope, paths, &prunable));
+    match crate::store::Root::from_env(env) {
+        Ok(root) => {
+            let probe = root.session("doctor", &format!("{}", std::process::id())).and_then(|s| {
+                s.record_request("doctor")?;
+                std::fs::remove_dir_all(s.path()).map_err(toolprune::StoreError::from)
+            });
+            match probe {
+                Ok(()) => checks.push(Check { ok: true, what: format!("session store {} is private and writable", root.path().display()) }),
+                Err(e) => checks.push(Check { ok: false, what: format!("session store: {e}") }),
+            }
+        }
+        Err(e) => checks.push(Check { ok: false, what: format!("session store: {e}") }),
+    }
+    let ok = checks.iter().all(|c| c.ok);
+    let mut text = String::new();
+    for check in &checks {
+        let _ = writeln!(text, "{} {}", if check.ok { "ok  " } else { "FAIL" }, check.what);
+    }
+    let _ = writeln!(
+        text,
+        "{}",
+        if ok { format!("toolprune is ready in {} ({} scope)", agent.label(), scope_name(scope)) } else { format!("something is missing: run `toolprune install {}`", agent.label()) }
+    );
+    (text, ok)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1038,63 +1099,3 @@ mod tests {
     }
 }
 
-/// `toolprune doctor AGENT`: the settings ([`check_settings`]), then the
-/// component (loads, disk cache), the configuration (resolves), and the
-/// store root (private and writable). Returns the report and whether every
-/// check passed.
-pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
-    let mut checks = Vec::new();
-    let pruner = toolprune::Pruner::shared();
-    let config = match &pruner {
-        Ok(pruner) => {
-            checks.push(Check { ok: true, what: format!("the component loads (contract {})", pruner.version()) });
-            match toolprune::CacheDir::Default.path() {
-                Some(dir) if std::fs::read_dir(&dir).is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm")))) => {
-                    checks.push(Check { ok: true, what: format!("compiled component cached in {}", dir.display()) })
-                }
-                Some(dir) => checks.push(Check { ok: false, what: format!("no compiled component in {} (every hook compiles it: slow)", dir.display()) }),
-                None => checks.push(Check { ok: false, what: "no cache folder (HOME unset): every hook compiles the component".into() }),
-            }
-            match pruner.configuration(env) {
-                Ok(config) => {
-                    checks.push(Check { ok: true, what: format!("configuration resolves (enabled={}, prunable={:?})", config.enabled, config.prunable) });
-                    Some(config)
-                }
-                Err(e) => {
-                    checks.push(Check { ok: false, what: format!("configuration: {e} (hooks pass everything unchanged)") });
-                    None
-                }
-            }
-        }
-        Err(e) => {
-            checks.push(Check { ok: false, what: format!("the component does not load: {e:#}") });
-            None
-        }
-    };
-    let prunable = config.as_ref().map(|c| c.prunable.clone()).unwrap_or_default();
-    checks.extend(check_settings(agent, scope, paths, &prunable));
-    match crate::store::Root::from_env(env) {
-        Ok(root) => {
-            let probe = root.session("doctor", &format!("{}", std::process::id())).and_then(|s| {
-                s.record_request("doctor")?;
-                std::fs::remove_dir_all(s.path()).map_err(toolprune::StoreError::from)
-            });
-            match probe {
-                Ok(()) => checks.push(Check { ok: true, what: format!("session store {} is private and writable", root.path().display()) }),
-                Err(e) => checks.push(Check { ok: false, what: format!("session store: {e}") }),
-            }
-        }
-        Err(e) => checks.push(Check { ok: false, what: format!("session store: {e}") }),
-    }
-    let ok = checks.iter().all(|c| c.ok);
-    let mut text = String::new();
-    for check in &checks {
-        let _ = writeln!(text, "{} {}", if check.ok { "ok  " } else { "FAIL" }, check.what);
-    }
-    let _ = writeln!(
-        text,
-        "{}",
-        if ok { format!("toolprune is ready in {} ({} scope)", agent.label(), scope_name(scope)) } else { format!("something is missing: run `toolprune install {}`", agent.label()) }
-    );
-    (text, ok)
-}
