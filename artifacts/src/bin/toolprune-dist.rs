@@ -1,5 +1,7 @@
 //! Writes the toolprune component to `dist/toolprune.wasm` (or to the path
-//! given as the only argument) and prints its size and SHA-256.
+//! given as the only argument) and prints its size and SHA-256. Beside it,
+//! `contract-0.1.0.wasm`: a component of another contract version, for the
+//! hosts' version-check tests (`toolprune_artifacts::contract_0_1_component`).
 //!
 //! ```text
 //! cargo run -p toolprune-artifacts --bin toolprune-dist [-- OUT]
@@ -21,6 +23,11 @@ fn main() -> ExitCode {
         .and_then(|()| std::fs::write(&out, component));
     if let Err(e) = written {
         eprintln!("toolprune-dist: writing {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    let foreign = out.with_file_name("contract-0.1.0.wasm");
+    if let Err(e) = std::fs::write(&foreign, toolprune_artifacts::contract_0_1_component()) {
+        eprintln!("toolprune-dist: writing {}: {e}", foreign.display());
         return ExitCode::FAILURE;
     }
     let sha256: String = Sha256::digest(component)

@@ -271,19 +271,17 @@ impl Pruner {
     /// A new conversation (host design "Conversation"). Errors: a threshold
     /// the guest refuses ([`ConversationError::Threshold`] with its message).
     pub fn conversation(&self, options: ConversationOptions) -> Result<Conversation, ConversationError> {
+        let defaults = self.resolve(&[], None).map_err(ConversationError::Guest)?;
         let threshold = match &options.threshold {
             Some(value) => self.threshold(value).map_err(ConversationError::Threshold)?,
-            None => self.resolve(&[], None).map_err(ConversationError::Guest)?.threshold,
+            None => defaults.threshold,
         };
         let store = match options.store {
             Some(store) => store,
-            None => {
-                let limits = self.resolve(&[], None).map_err(ConversationError::Guest)?.store;
-                Arc::new(MemoryStore::new(
-                    options.max_records.unwrap_or(limits.max_records),
-                    options.max_chars.unwrap_or(limits.max_chars),
-                ))
-            }
+            None => Arc::new(MemoryStore::new(
+                options.max_records.unwrap_or(defaults.store.max_records),
+                options.max_chars.unwrap_or(defaults.store.max_chars),
+            )),
         };
         Ok(Conversation {
             inner: Arc::new(Inner {
