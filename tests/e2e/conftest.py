@@ -7,6 +7,9 @@ it, with the reason — it never skips them.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,3 +57,27 @@ def corpus() -> Path:
     if not (CORPUS / "manifest.json").exists():
         pytest.fail(f"{CORPUS} not found: clone the repository beside shared/", pytrace=False)
     return CORPUS
+
+
+#: The repository (tests/e2e → tests → repo).
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def toolprune_bin() -> str:
+    """The ``toolprune`` binary: ``$TOOLPRUNE_BIN``, else built with
+    ``cargo build -p toolprune-cli`` (debug; honours ``CARGO_TARGET_DIR``)."""
+    explicit = os.environ.get("TOOLPRUNE_BIN")
+    if explicit:
+        return str(Path(explicit).resolve())
+    p = subprocess.run(
+        ["cargo", "build", "-p", "toolprune-cli", "--bin", "toolprune", "--message-format=json-render-diagnostics"],
+        cwd=REPO, capture_output=True, text=True, timeout=3600,
+    )
+    if p.returncode != 0:
+        pytest.fail(f"cargo build -p toolprune-cli failed:\n{p.stderr[-3000:]}", pytrace=False)
+    for line in p.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg["target"]["name"] == "toolprune" and msg.get("executable"):
+            return msg["executable"]
+    pytest.fail("cargo build did not name the toolprune executable", pytrace=False)

@@ -1,0 +1,272 @@
+"""toolprune in the real Claude Code CLI, end to end (issue 18).
+
+The pinned ``claude`` (provision.py) runs offline in a scratch HOME against the scripted
+Messages API; the real ``mcp-server-fetch`` (as ``docs``, via ``--mcp-config``) fetches
+pages of ``../shared/corpus`` rendered to HTML from a loopback site; toolprune is
+installed with its own installer (``toolprune install claude-code --user``: hooks in
+``~/.claude/settings.json``, the ``omitted`` MCP server in ``~/.claude.json``). A probe
+hook in the project's settings only logs PostToolUse, so the test knows the page the MCP
+server returned before toolprune replaced it.
+
+What it asserts, from the requests the scripted API received:
+
+(a) the fetch's tool_result carries toolprune's marker, and every kept piece is verbatim
+    from the page the MCP server returned;
+(b) the scripted model calls ``omitted`` with the marker's id and range and gets the
+    dropped paragraphs verbatim (a piece of the page that is not in the body);
+(c) every tool_result's bytes are the same in every later request (cache-stable);
+(d) in a second prompt of the same session (``--continue``), ``omitted`` with turn 1's id
+    never returns turn 2's document (it answers ``not_found``: the session's end dropped
+    turn 1's records; ids count on, so turn 2's result is P2);
+(e) with the store unusable (its root is a file), the original page reaches the model and
+    the run still succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docsite import Site, corpus_pages
+from harness import (
+    Claude,
+    ClaudeResult,
+    Omission,
+    ProbeHook,
+    Scratch,
+    docs_server,
+    find_omission,
+    hooks_settings,
+    tool_names_by_id,
+    tool_result_text,
+    tool_results_by_id,
+)
+from provision import Toolchain
+from scripted_anthropic import MessagesRequest, Reply, ScriptedAnthropic, text, tool_use
+
+FETCH = "mcp__docs__fetch"
+OMITTED = "mcp__toolprune__omitted"
+DOC_1 = "rust-book-ch08-02-strings.md"
+DOC_2 = "rust-blog-cargo-dev-cycle-1.90.md"
+PROMPT_1 = "Why can't I index a Rust String with s[0], and what is the right way to iterate over its characters?"
+PROMPT_2 = "What did the Cargo team discuss about moving Cargo's files to XDG base directory paths? Also, what is the status of a `cargo doc --serve` command?"
+#: What the model reads for an id the store does not hold (the guest's not_found, SPEC §10).
+NOT_FOUND = "There is no text with id="
+
+
+def page_path(doc: str) -> str:
+    return f"/docs/{doc.rsplit('.', 1)[0]}.html"
+
+
+class PruneAgent:
+    """The scripted model: per prompt, fetch its page; on a pruned result call ``omitted``
+    — first with every earlier turn's id and range, then with this result's; then answer.
+
+    ``calls`` records each ``omitted`` call as ``(turn, arguments)`` and ``answers`` the
+    text it got back, in order.
+    """
+
+    def __init__(self, turns: list[tuple[str, str]]):
+        self.turns = turns
+        self.turn = -1
+        self.omissions: dict[int, Omission] = {}
+        self.pending: list[dict[str, Any]] = []
+        self.calls: list[tuple[int, dict[str, Any]]] = []
+        self.answers: list[str] = []
+
+    def _call_omitted(self) -> Reply:
+        args = self.pending.pop(0)
+        self.calls.append((self.turn, args))
+        return tool_use(OMITTED, args)
+
+    def __call__(self, req: MessagesRequest) -> Reply:
+        for i, (prompt, url) in enumerate(self.turns):
+            if any(t.strip() == prompt for t in req.user_texts()):
+                self.turn = i
+                return tool_use(FETCH, {"url": url, "max_length": 100000})
+        results = req.tool_results()
+        if not results:
+            raise AssertionError(f"request {req.index}: neither a prompt nor a tool_result")
+        last = results[-1]
+        name = tool_names_by_id(req.messages).get(last["tool_use_id"], "")
+        if name == FETCH:
+            om = find_omission(tool_result_text(last))
+            if om is None:
+                return text("Answered from the whole page.")
+            self.omissions[self.turn] = om
+            earlier = [self.omissions[t] for t in sorted(self.omissions) if t < self.turn]
+            self.pending = [{"id": o.id, "from": o.first, "to": o.last} for o in earlier + [om]]
+            return self._call_omitted()
+        if name == OMITTED:
+            self.answers.append(tool_result_text(last))
+            if self.pending:
+                return self._call_omitted()
+            return text("Answered from the page.")
+        raise AssertionError(f"request {req.index}: unexpected tool_result of {name!r}")
+
+
+def toolprune_env(scratch: Scratch) -> dict[str, str]:
+    return {"PATH": scratch.env("http://127.0.0.1:9")["PATH"], "HOME": str(scratch.home), "LANG": "C.UTF-8"}
+
+
+def install(toolprune: str, scratch: Scratch) -> str:
+    """``toolprune install claude-code --user`` into the scratch HOME, then ``doctor``
+    (which also compiles the component into the scratch HOME's cache)."""
+    env = toolprune_env(scratch)
+    p = subprocess.run([toolprune, "install", "claude-code", "--user"], cwd=scratch.project, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    d = subprocess.run([toolprune, "doctor", "claude-code"], cwd=scratch.project, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert d.returncode == 0, f"doctor:\n{d.stdout}\n{d.stderr}"
+    return p.stdout
+
+
+def probe_post_tool_use(scratch: Scratch) -> ProbeHook:
+    """A log-only PostToolUse hook on the fetch, in the project's settings."""
+    probe = ProbeHook(scratch.root / "probe")
+    Scratch.write_json(scratch.project_settings, hooks_settings(probe.command, events=("PostToolUse",), matcher=FETCH))
+    return probe
+
+
+def verbatim_pieces(body: str, page: str) -> list[str]:
+    """The kept pieces of a pruned body, each checked to be the page's, in order."""
+    header, _, rest = body.partition("\n\n")
+    assert header.startswith("[Omitted by relevance:"), header
+    pieces, at = [], 0
+    for piece in rest.split("\n\n"):
+        if not piece or piece.startswith("[… paragraph"):
+            continue
+        found = page.find(piece, at)
+        assert found >= 0, f"not verbatim from the page: {piece[:200]!r}"
+        at = found + len(piece)
+        pieces.append(piece)
+    return pieces
+
+
+@dataclass
+class Conversation:
+    scratch: Scratch
+    installed: str
+    pages: dict[str, str]
+    turns: list[ClaudeResult]
+    requests: list[dict[str, Any]]
+    agent: PruneAgent
+    originals: list[str]
+    seconds: list[float] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def conversation(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Conversation:
+    scratch = Scratch(tmp_path_factory.mktemp("toolprune-claude"))
+    installed = install(toolprune_bin, scratch)
+    probe = probe_post_tool_use(scratch)
+    claude = Claude(toolchain, scratch)
+    servers = {"docs": docs_server(toolchain)}
+    env = {"MCP_CONNECTION_NONBLOCKING": "false"}
+    with Site(corpus_pages(corpus, [DOC_1, DOC_2], toolchain.python)) as site:
+        urls = [site.url + page_path(DOC_1), site.url + page_path(DOC_2)]
+        agent = PruneAgent([(PROMPT_1, urls[0]), (PROMPT_2, urls[1])])
+        with ScriptedAnthropic(agent) as api:
+            turns = [claude.run(PROMPT_1, api.url, mcp_servers=servers, allowed_tools=[FETCH], env=env).check()]
+            turns.append(claude.run(PROMPT_2, api.url, mcp_servers=servers, allowed_tools=[FETCH], env=env, continue_=True).check())
+            assert not api.errors, api.errors
+            requests = api.main_requests()
+    originals = [e["tool_response"][0]["text"] for e in probe.events("PostToolUse")]
+    return Conversation(scratch, installed, dict(zip(urls, originals)), turns, requests, agent, originals,
+                        [t.seconds for t in turns])
+
+
+def fetch_results(conv: Conversation) -> list[str]:
+    """The first occurrence of each fetch tool_result, in order (the model's view)."""
+    out = []
+    for tool_use_id, contents in tool_results_by_id(conv.requests).items():
+        names = {}
+        for body in conv.requests:
+            names.update(tool_names_by_id(body["messages"]))
+        if names.get(tool_use_id) == FETCH:
+            out.append(json.loads(contents[0]))
+    return out
+
+
+def test_the_installer_registers_hooks_and_tool_and_the_tool_is_in_the_first_request(conversation: Conversation) -> None:
+    settings = json.loads(conversation.scratch.user_settings.read_text())
+    assert {"UserPromptSubmit", "PreToolUse", "PostToolUse", "SessionEnd"} <= set(settings["hooks"])
+    assert OMITTED in settings["permissions"]["allow"]
+    servers = json.loads((conversation.scratch.home / ".claude.json").read_text())["mcpServers"]
+    assert servers["toolprune"]["args"] == ["mcp"]
+    assert OMITTED in [t["name"] for t in conversation.requests[0]["tools"]]
+    print(f"claude -p turns took {', '.join(f'{s:.1f} s' for s in conversation.seconds)}")
+
+
+def test_a_the_fetch_result_is_pruned_and_its_kept_text_is_verbatim(conversation: Conversation) -> None:
+    results = fetch_results(conversation)
+    assert len(results) == 2 and len(conversation.originals) == 2
+    for content, original in zip(results, conversation.originals):
+        (block,) = content
+        body = block["text"]
+        assert body != original and len(body) < len(original)
+        pieces = verbatim_pieces(body, original)
+        assert len("".join(pieces)) > 1000
+    assert "id=P1]" in results[0][0]["text"]
+    assert "id=P2]" in results[1][0]["text"], "ids count on across the turns of a conversation"
+
+
+def test_b_omitted_returns_the_dropped_paragraphs_verbatim(conversation: Conversation) -> None:
+    agent = conversation.agent
+    own = [(i, args) for i, (turn, args) in enumerate(agent.calls) if args["id"] == agent.omissions[turn].id]
+    assert [agent.calls[i][0] for i, _ in own] == [0, 1], agent.calls
+    for (i, args), original, content in zip(own, conversation.originals, fetch_results(conversation)):
+        answer = agent.answers[i]
+        assert answer and not answer.startswith(NOT_FOUND), answer
+        assert answer in original, "the dropped paragraphs, verbatim and contiguous"
+        assert answer.strip() not in content[0]["text"], "and they were not in the body"
+
+
+def test_c_every_tool_result_repeats_byte_for_byte_in_later_requests(conversation: Conversation) -> None:
+    per_id = tool_results_by_id(conversation.requests)
+    assert len(per_id) == 5  # two fetches, three omitted calls
+    for tool_use_id, contents in per_id.items():
+        assert len(set(contents)) == 1, f"{tool_use_id} changed between requests"
+    assert max(len(c) for c in per_id.values()) >= 5
+
+
+def test_d_turn_one_id_never_returns_turn_two_document(conversation: Conversation) -> None:
+    agent = conversation.agent
+    (i,) = [i for i, (turn, args) in enumerate(agent.calls) if turn == 1 and args["id"] == agent.omissions[0].id]
+    answer = agent.answers[i]
+    assert answer.startswith(f"{NOT_FOUND}{agent.omissions[0].id} here"), answer
+    assert answer not in conversation.originals[1]
+
+
+def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(
+    toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path: Path
+) -> None:
+    scratch = Scratch(tmp_path)
+    install(toolprune_bin, scratch)
+    probe = probe_post_tool_use(scratch)
+    store = scratch.home / ".cache" / "toolprune" / "sessions"
+    shutil.rmtree(store, ignore_errors=True)  # doctor made it
+    store.parent.mkdir(parents=True, exist_ok=True)
+    store.write_text("not a directory\n")
+    with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
+        agent = PruneAgent([(PROMPT_1, site.url + page_path(DOC_1))])
+        with ScriptedAnthropic(agent) as api:
+            started = time.monotonic()
+            run = Claude(toolchain, scratch).run(PROMPT_1, api.url, mcp_servers={"docs": docs_server(toolchain)},
+                                                 allowed_tools=[FETCH], env={"MCP_CONNECTION_NONBLOCKING": "false"})
+            run.check()
+            requests = api.main_requests()
+    assert run.stdout.strip() == "Answered from the whole page."
+    assert "hook" not in run.stderr.lower(), run.stderr
+    (original,) = [e["tool_response"][0]["text"] for e in probe.events("PostToolUse")]
+    received = [json.loads(c[0]) for c in tool_results_by_id(requests).values()]
+    assert received == [[{"type": "text", "text": original}]], "the original page reached the model"
+    print(f"unusable store: claude -p took {time.monotonic() - started:.1f} s")

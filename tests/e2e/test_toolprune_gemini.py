@@ -1,0 +1,246 @@
+"""toolprune in the real Gemini CLI, end to end (issue 18).
+
+The pinned ``gemini`` (gemini_harness.py) runs headless in a scratch HOME against the
+scripted loopback Gemini API (scripted_gemini.py); the real ``mcp-server-fetch`` (as
+``fetch``, trusted) fetches corpus pages from a loopback site; toolprune is installed with
+``toolprune install gemini --user`` into the scratch ``~/.gemini/settings.json`` (which
+already holds the offline settings: the installer edits it in place). A log-only probe
+hook (gemini_probe_hook.py, mode ``none``) on the fetch's AfterTool records the page the
+MCP server returned.
+
+Gemini CLI replaces a result only through an AfterTool *tail call*: toolprune's hook asks
+for ``mcp_toolprune_omitted`` with ``body: true`` and its MCP server returns the pruned
+body, which the model receives under the fetch's name and id (FACTS-gemini-cursor.md).
+
+Asserted from the requests the scripted API received: (a) the fetch's functionResponse
+carries the marker and its kept text is verbatim from the page; (b) ``omitted`` with the
+marker's id and range returns the dropped paragraphs verbatim (nothing appended); (c) the
+functionResponse parts of turn 1 are resent byte for byte after ``--resume``; (d) in the
+resumed second prompt, ``omitted`` with turn 1's id answers ``not_found``, never turn 2's
+document; (e) with the store unusable the original page reaches the model and the run
+succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gemini_harness as h
+from docsite import Site, corpus_pages
+from harness import Omission, find_omission
+from provision import Toolchain
+from scripted_gemini import ScriptedGemini, function_call_chunk, function_responses, last_user_text, text_chunk
+
+FETCH = "mcp_fetch_fetch"
+OMITTED = "mcp_toolprune_omitted"
+DOC_1 = "rust-book-ch08-02-strings.md"
+DOC_2 = "rust-blog-cargo-dev-cycle-1.90.md"
+PROMPT_1 = "Why can't I index a Rust String with s[0], and what is the right way to iterate over its characters?"
+PROMPT_2 = "What did the Cargo team discuss about moving Cargo's files to XDG base directory paths? Also, what is the status of a `cargo doc --serve` command?"
+NOT_FOUND = "There is no text with id="
+OPEN, CLOSE = "<untrusted_context>\n", "\n</untrusted_context>"
+
+
+def unwrap(output: str) -> str:
+    assert output.startswith(OPEN) and output.endswith(CLOSE), output[:200]
+    return output[len(OPEN):-len(CLOSE)]
+
+
+def page_path(doc: str) -> str:
+    return f"/docs/{doc.rsplit('.', 1)[0]}.html"
+
+
+class Agent:
+    """Per prompt: fetch its page; on a pruned result call ``omitted`` with every earlier
+    turn's id and range, then this one's; then answer. Records calls and answers."""
+
+    def __init__(self, turns: list[tuple[str, str]]):
+        self.turns = turns
+        self.turn = -1
+        self.omissions: dict[int, Omission] = {}
+        self.pending: list[dict[str, Any]] = []
+        self.calls: list[tuple[int, dict[str, Any]]] = []
+        self.answers: list[str] = []
+        self.fetched: list[str] = []
+
+    def _omitted(self) -> list[dict]:
+        args = self.pending.pop(0)
+        self.calls.append((self.turn, args))
+        return [function_call_chunk(OMITTED, args)]
+
+    def __call__(self, call) -> list[dict]:
+        last = call.body["contents"][-1]
+        responses = [p["functionResponse"] for p in last.get("parts", []) if "functionResponse" in p]
+        if not responses:
+            # The first prompt of a session comes after Gemini CLI's <session_context> block.
+            prompt = last_user_text(call.body).strip()
+            for i, (p, url) in enumerate(self.turns):
+                if prompt == p or prompt.endswith(f"</session_context>{p}"):
+                    self.turn = i
+                    return [function_call_chunk(FETCH, {"url": url, "max_length": 100000})]
+            raise AssertionError(f"unknown prompt {prompt!r}")
+        response = responses[-1]
+        output = response["response"].get("output", "")
+        if response["name"] == FETCH:
+            self.fetched.append(output)
+            om = find_omission(output)
+            if om is None:
+                return [text_chunk("Answered from the whole page.")]
+            self.omissions[self.turn] = om
+            earlier = [self.omissions[t] for t in sorted(self.omissions) if t < self.turn]
+            self.pending = [{"id": o.id, "from": o.first, "to": o.last} for o in earlier + [om]]
+            return self._omitted()
+        if response["name"] == OMITTED:
+            self.answers.append(output)
+            return self._omitted() if self.pending else [text_chunk("Answered from the page.")]
+        raise AssertionError(f"unexpected functionResponse {response['name']}")
+
+
+def setup_home(toolprune: str, root: Path, fetch_bin: Path) -> tuple[Path, Path, Path]:
+    """Scratch HOME with the offline settings and the fetch server, toolprune installed
+    into it with its installer (then ``doctor``, which also fills the component cache),
+    and a log-only probe on the fetch's AfterTool. Returns (home, project, probe log)."""
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    settings = h.base_settings()
+    settings["mcpServers"] = {"fetch": h.fetch_server_config(fetch_bin)}
+    path = h.write_settings(home, settings)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    p = subprocess.run([toolprune, "install", "gemini", "--user"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    d = subprocess.run([toolprune, "doctor", "gemini"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert d.returncode == 0, f"doctor:\n{d.stdout}\n{d.stderr}"
+    installed = json.loads(path.read_text())
+    assert installed["mcpServers"]["toolprune"]["trust"] is True
+    log = root / "probe.jsonl"
+    probe = shlex.join([sys.executable, str(h.E2E_DIR / "gemini_probe_hook.py"), "--log", str(log), "--mode", "none"])
+    installed["hooks"]["AfterTool"].append({"matcher": f"^{FETCH}$", "hooks": [{"type": "command", "command": probe, "name": "probe"}]})
+    path.write_text(json.dumps(installed, indent=2))
+    return home, project, log
+
+
+def originals(log: Path) -> list[str]:
+    events = [json.loads(line)["stdin"] for line in log.read_text().splitlines() if line.strip()]
+    return [unwrap(e["tool_response"]["llmContent"][0]["text"]) for e in events
+            if e.get("hook_event_name") == "AfterTool" and e.get("tool_name") == FETCH and not e.get("original_request_name")]
+
+
+def verbatim_pieces(body: str, page: str) -> list[str]:
+    header, _, rest = body.partition("\n\n")
+    assert header.startswith("[Omitted by relevance:"), header
+    pieces, at = [], 0
+    for piece in rest.split("\n\n"):
+        if not piece or piece.startswith("[… paragraph"):
+            continue
+        found = page.find(piece, at)
+        assert found >= 0, f"not verbatim from the page: {piece[:200]!r}"
+        at = found + len(piece)
+        pieces.append(piece)
+    return pieces
+
+
+@dataclass
+class Run:
+    agent: Agent
+    originals: list[str]
+    generations: list[list[Any]]
+    returncodes: list[int]
+    stderr: list[str]
+    seconds: list[float]
+
+
+@pytest.fixture(scope="module")
+def resumed(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    exe, fetch_bin = h.ensure_gemini_cli(), h.ensure_fetch_venv()
+    root = tmp_path_factory.mktemp("toolprune-gemini")
+    home, project, log = setup_home(toolprune_bin, root, fetch_bin)
+    session = str(uuid.uuid4())
+    generations, codes, errs, seconds = [], [], [], []
+    with Site(corpus_pages(corpus, [DOC_1, DOC_2], toolchain.python)) as site:
+        agent = Agent([(PROMPT_1, site.url + page_path(DOC_1)), (PROMPT_2, site.url + page_path(DOC_2))])
+        with ScriptedGemini(agent) as model:
+            for prompt, flag in ((PROMPT_1, "--session-id"), (PROMPT_2, "--resume")):
+                before = len(model.generation_calls())
+                started = time.monotonic()
+                run = h.run_gemini(exe, prompt, home=home, cwd=project, base_url=model.url, extra_args=[flag, session])
+                seconds.append(time.monotonic() - started)
+                codes.append(run.returncode)
+                errs.append(run.stderr)
+                generations.append(model.generation_calls()[before:])
+    return Run(agent, originals(log), generations, codes, errs, seconds)
+
+
+def test_both_runs_succeed_with_toolprune_installed(resumed: Run) -> None:
+    assert resumed.returncodes == [0, 0], resumed.stderr
+    for err in resumed.stderr:
+        assert "Hook" not in err and "hook" not in err, err
+    declared = [d["name"] for t in resumed.generations[0][0].body["tools"] for d in t.get("functionDeclarations", [])]
+    assert OMITTED in declared
+    print(f"gemini -p runs took {', '.join(f'{s:.1f} s' for s in resumed.seconds)}")
+
+
+def test_a_the_fetch_result_is_pruned_and_its_kept_text_is_verbatim(resumed: Run) -> None:
+    assert len(resumed.originals) == 2 and len(resumed.agent.fetched) == 2
+    for output, original in zip(resumed.agent.fetched, resumed.originals):
+        body = unwrap(output)
+        assert len(body) < len(original)
+        assert len("".join(verbatim_pieces(body, original))) > 1000
+    assert "id=P1]" in resumed.agent.fetched[0] and "id=P2]" in resumed.agent.fetched[1]
+
+
+def test_b_omitted_returns_the_dropped_paragraphs_verbatim_with_nothing_appended(resumed: Run) -> None:
+    agent = resumed.agent
+    own = [i for i, (turn, args) in enumerate(agent.calls) if args["id"] == agent.omissions[turn].id]
+    assert [agent.calls[i][0] for i in own] == [0, 1], agent.calls
+    for i, original, fetched in zip(own, resumed.originals, agent.fetched):
+        answer = unwrap(agent.answers[i])
+        assert answer and not answer.startswith(NOT_FOUND), answer
+        assert answer in original
+        assert answer.strip() not in fetched
+
+
+def test_c_turn_one_parts_are_resent_byte_for_byte_after_resume(resumed: Run) -> None:
+    def parts(call) -> list[str]:
+        return [json.dumps(p, sort_keys=True) for p in function_responses(call.body)]
+
+    turn1_last = resumed.generations[0][-1]
+    turn2_first = resumed.generations[1][0]
+    for part in parts(turn1_last):
+        assert part in parts(turn2_first)
+        for later in resumed.generations[1]:
+            assert part in parts(later)
+
+
+def test_d_turn_one_id_never_returns_turn_two_document(resumed: Run) -> None:
+    agent = resumed.agent
+    (i,) = [i for i, (turn, args) in enumerate(agent.calls) if turn == 1 and args["id"] == agent.omissions[0].id]
+    answer = unwrap(agent.answers[i])
+    assert answer.startswith(f"{NOT_FOUND}{agent.omissions[0].id} here"), answer
+
+
+def test_e_an_unusable_store_passes_the_page_unchanged(corpus: Path, toolchain: Toolchain, toolprune_bin: str, tmp_path: Path) -> None:
+    exe, fetch_bin = h.ensure_gemini_cli(), h.ensure_fetch_venv()
+    home, project, log = setup_home(toolprune_bin, tmp_path, fetch_bin)
+    store = home / ".cache" / "toolprune" / "sessions"
+    shutil.rmtree(store, ignore_errors=True)  # doctor made it
+    store.parent.mkdir(parents=True, exist_ok=True)
+    store.write_text("not a directory\n")
+    with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
+        agent = Agent([(PROMPT_1, site.url + page_path(DOC_1))])
+        with ScriptedGemini(agent) as model:
+            run = h.run_gemini(exe, PROMPT_1, home=home, cwd=project, base_url=model.url)
+    assert run.returncode == 0, run.stderr
+    assert "Answered from the whole page." in run.stdout
+    (original,) = originals(log)
+    assert [unwrap(o) for o in agent.fetched] == [original]
