@@ -129,3 +129,16 @@ mod tests {
         }
     }
 }
+
+/// A decimal number written by a person (`0.2`, `1_000` already stripped,
+/// `2e3`) read through serde_json's number parser, which the component
+/// already carries (std's `f64::from_str` would add its own tables).
+/// None for anything that is not a finite JSON number.
+pub fn parse(text: &str) -> Option<f64> {
+    // Through `Value`: a typed `f64` decode would link serde's "invalid
+    // type: floating point" message, and with it std's float formatting.
+    match serde_json::from_str::<serde_json::Value>(text.trim()) {
+        Ok(serde_json::Value::Number(n)) => n.as_f64().filter(|v| v.is_finite()),
+        _ => None,
+    }
+}

@@ -35,7 +35,7 @@ fn index(v: Option<&Value>) -> Option<usize> {
             if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
                 t.parse::<u64>().unwrap_or(u64::MAX)
             } else {
-                t.parse::<f64>().ok().and_then(whole)?
+                crate::number::parse(t).and_then(whole)?
             }
         }
         _ => return None,
@@ -202,8 +202,11 @@ pub fn unavailable(lang: Lang) -> String {
     }
 }
 
-/// The tool's name, description and JSON Schema (SPEC §10).
-fn parts(lang: Lang) -> (&'static str, Value) {
+/// The `omitted` tool as presented to the model, statically (SPEC §10): a
+/// JSON object text in the SDK's shape (`dialect`). Written with the guest's
+/// own JSON string escaper: serializing a `serde_json::Value` would link
+/// float formatting into the component for no number.
+pub fn tool(lang: Lang, dialect: Dialect) -> String {
     let (description, id, from, to) = match lang {
         Lang::Ja => (
             "関連度による圧縮でツール結果から省略した段落（JSON 配列では要素）を、逐語で読みます。省略の印に書かれた id と、0 始まりの段落番号（要素番号）の範囲（from〜to、両端を含む）を渡してください。範囲のうち省略した段落だけを返します（1 回 20,000 字まで）。",
@@ -218,30 +221,20 @@ fn parts(lang: Lang) -> (&'static str, Value) {
             "Last paragraph number of the range (0-based, inclusive)",
         ),
     };
-    let schema = serde_json::json!({
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": id},
-            "from": {"type": "integer", "minimum": 0, "description": from},
-            "to": {"type": "integer", "minimum": 0, "description": to},
-        },
-        "required": ["id", "from", "to"],
-        "additionalProperties": false,
-    });
-    (description, schema)
-}
-
-/// The `omitted` tool as presented to the model, statically (SPEC §10): a
-/// JSON object text in the SDK's shape (`dialect`).
-pub fn tool(lang: Lang, dialect: Dialect) -> String {
-    let (description, schema) = parts(lang);
-    let v = match dialect {
-        Dialect::Plain => serde_json::json!({"name": TOOL_NAME, "description": description, "parameters": schema}),
-        Dialect::Openai => serde_json::json!({"type": "function", "function": {"name": TOOL_NAME, "description": description, "parameters": schema}}),
-        Dialect::Anthropic => serde_json::json!({"name": TOOL_NAME, "description": description, "input_schema": schema}),
-        Dialect::Mcp => serde_json::json!({"name": TOOL_NAME, "description": description, "inputSchema": schema}),
-    };
-    v.to_string()
+    let q = crate::json::string;
+    let schema = format!(
+        "{{\"type\":\"object\",\"properties\":{{\"id\":{{\"type\":\"string\",\"description\":{}}},\"from\":{{\"type\":\"integer\",\"minimum\":0,\"description\":{}}},\"to\":{{\"type\":\"integer\",\"minimum\":0,\"description\":{}}}}},\"required\":[\"id\",\"from\",\"to\"],\"additionalProperties\":false}}",
+        q(id),
+        q(from),
+        q(to)
+    );
+    let head = format!("\"name\":{},\"description\":{}", q(TOOL_NAME), q(description));
+    match dialect {
+        Dialect::Plain => format!("{{{head},\"parameters\":{schema}}}"),
+        Dialect::Openai => format!("{{\"type\":\"function\",\"function\":{{{head},\"parameters\":{schema}}}}}"),
+        Dialect::Anthropic => format!("{{{head},\"input_schema\":{schema}}}"),
+        Dialect::Mcp => format!("{{{head},\"inputSchema\":{schema}}}"),
+    }
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ impl Default for StoreLimits {
 /// anything that is not one of the four values is refused (SPEC §6).
 pub fn threshold(value: &str) -> Result<f64, String> {
     let t = value.trim();
-    let parsed = if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !t.is_empty() { t.parse::<f64>().ok() } else { None };
+    let parsed = if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !t.is_empty() { crate::number::parse(t) } else { None };
     match parsed.and_then(|v| THRESHOLDS.iter().copied().find(|x| (x - v).abs() < 1e-9)) {
         Some(x) => Ok(x),
         None => Err(format!(
@@ -511,7 +511,7 @@ pub fn retry_delay(f: &RetryFacts) -> Option<u32> {
     }
     let from_ms = f.retry_after_ms.and_then(|v| {
         let v = v.trim();
-        v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).map(|x| x.ceil().min(4e9) as u64)
+        crate::number::parse(v).filter(|x| *x >= 0.0).map(|x| x.ceil().min(4e9) as u64)
     });
     let from_header = || {
         let v = f.retry_after?.trim();

@@ -538,7 +538,7 @@ impl Reader<'_> {
             && (int == "0" || !int.starts_with('0'))
             && frac.is_none_or(digits_ok)
             && exponent.is_none_or(|e| digits_ok(e.strip_prefix(['+', '-']).unwrap_or(e)));
-        let value = valid.then(|| text.replace('_', "").parse::<f64>().ok()).flatten().filter(|v| v.is_finite());
+        let value = valid.then(|| crate::number::parse(&text.replace('_', "").replace("+", ""))).flatten();
         match value {
             Some(v) => {
                 self.pos = end;
