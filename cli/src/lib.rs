@@ -8,3 +8,4 @@ pub mod eval;
 pub mod jev;
 pub mod report;
 pub mod route;
+pub mod proxy;

@@ -51,6 +51,11 @@ enum Command {
     /// Decide where a message goes with a rules file (the judge router):
     /// the decision to stdout, the `judge:` line to stderr.
     Route(cli_route::RouteArgs),
+    /// Wrap one MCP server for any MCP client: forwards every message
+    /// unchanged except the pruned results of prunable tools, adds the
+    /// `omitted` tool (docs/mcp-proxy.md).
+    #[command(name = "mcp-proxy")]
+    McpProxy(toolprune_cli::proxy::ProxyArgs),
 }
 
 #[derive(Args)]
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
             JevCommand::Check => pruner().map(jev_check),
         },
         Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
+        Command::McpProxy(args) => return toolprune_cli::proxy::run(args),
     };
     match result {
         Ok(code) => code,
