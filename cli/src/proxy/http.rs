@@ -20,7 +20,7 @@ use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use tokio::io::BufReader;
 use tokio::sync::mpsc;
 
-use super::{message, next_line, setup, write_lines, Core, ProxyArgs};
+use super::{message, next_line, start_setup, write_lines, Core, ProxyArgs};
 
 /// Runs the proxy against the Streamable HTTP server at `url`; the exit
 /// code is 0 when the client closed the connection, 1 when the server
@@ -54,16 +54,8 @@ pub async fn run(args: &ProxyArgs, url: String) -> u8 {
     config.allow_stateless = true;
     let mut transport = StreamableHttpClientTransport::from_config(config);
 
-    let core = Core::new(
-        tokio::task::spawn_blocking({
-            let name = args.name.clone();
-            let basis = args.basis;
-            move || setup(&ProxyArgs { name, basis, url: None, headers: Vec::new(), command: Vec::new() })
-        })
-        .await
-        .ok()
-        .flatten(),
-    );
+    let core = Core::new();
+    start_setup(&core, args);
     let (to_client, client_rx) = mpsc::unbounded_channel::<String>();
     let (to_upstream, mut upstream_rx) = mpsc::unbounded_channel::<String>();
     let client_writer = tokio::spawn(write_lines(client_rx, tokio::io::stdout()));
@@ -74,6 +66,7 @@ pub async fn run(args: &ProxyArgs, url: String) -> u8 {
             let mut stdin = BufReader::new(tokio::io::stdin());
             let mut buf = Vec::new();
             while let Some(line) = next_line(&mut stdin, &mut buf).await {
+                core.ready_for(&line).await;
                 core.from_client(line, &to_upstream, &to_client);
             }
         })

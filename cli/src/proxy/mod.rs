@@ -39,7 +39,7 @@ pub mod wrap;
 use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -128,7 +128,10 @@ enum Pending {
 
 /// The proxy's state shared by both directions.
 pub struct Core {
-    pruning: Option<Pruning>,
+    /// Set once [`setup`] finished (it loads the component: seconds on a
+    /// cold cache); until then only lines about tools wait for it.
+    pruning: OnceLock<Option<Pruning>>,
+    ready: tokio::sync::watch::Sender<bool>,
     pending: Mutex<HashMap<IdKey, Pending>>,
     prunable: Mutex<HashMap<String, bool>>,
     /// Tools whose own schema declares the request argument's name.
@@ -149,10 +152,11 @@ pub struct Core {
 pub type Sender = mpsc::UnboundedSender<String>;
 
 impl Core {
-    /// A core with pruning configured (or off, `None`).
-    pub fn new(pruning: Option<Pruning>) -> Arc<Self> {
+    /// A core whose pruning is not set up yet ([`Core::set_pruning`]).
+    pub fn new() -> Arc<Self> {
         Arc::new(Core {
-            pruning,
+            pruning: OnceLock::new(),
+            ready: tokio::sync::watch::Sender::new(false),
             pending: Mutex::new(HashMap::new()),
             prunable: Mutex::new(HashMap::new()),
             colliding: Mutex::new(HashSet::new()),
@@ -163,8 +167,30 @@ impl Core {
         })
     }
 
+    /// Sets pruning up (or off, `None`); lines waiting for it go on.
+    pub fn set_pruning(&self, pruning: Option<Pruning>) {
+        let _ = self.pruning.set(pruning);
+        self.ready.send_replace(true);
+    }
+
+    /// Pruning, once set up and on.
+    fn pruning(&self) -> Option<&Pruning> {
+        self.pruning.get().and_then(Option::as_ref)
+    }
+
+    /// Waits until pruning is set up, if `line` is about tools (a
+    /// `tools/list` or `tools/call` request needs to know); any other line
+    /// goes on at once (`initialize` is never held up by loading the component).
+    pub async fn ready_for(&self, line: &str) {
+        if self.pruning.get().is_some() || !line.contains("tools/") {
+            return;
+        }
+        let mut ready = self.ready.subscribe();
+        let _ = ready.wait_for(|r| *r).await;
+    }
+
     fn is_prunable(&self, tool: &str) -> bool {
-        let Some(p) = &self.pruning else { return false };
+        let Some(p) = self.pruning() else { return false };
         if tool == "omitted" {
             return false;
         }
@@ -185,7 +211,7 @@ impl Core {
     /// Handles one line from the client: forwards it (maybe edited) to the
     /// upstream, or answers it itself (`omitted`).
     pub fn from_client(self: &Arc<Self>, line: String, upstream: &Sender, client: &Sender) {
-        let Some(pruning) = &self.pruning else {
+        let Some(pruning) = self.pruning() else {
             let _ = upstream.send(line);
             return;
         };
@@ -272,7 +298,7 @@ impl Core {
     /// Handles one line from the upstream: forwards it (maybe edited or
     /// pruned, possibly later) to the client.
     pub fn from_upstream(self: &Arc<Self>, line: String, client: &Sender) {
-        let Some(pruning) = &self.pruning else {
+        let Some(pruning) = self.pruning() else {
             let _ = client.send(line);
             return;
         };
@@ -295,8 +321,8 @@ impl Core {
                 let core = self.clone();
                 let client = client.clone();
                 tokio::spawn(async move {
-                    let conversation = core.pruning.as_ref().map(|p| p.conversation.clone());
-                    let timeout = core.pruning.as_ref().map_or(SCORING_DEADLINE, |p| p.timeout);
+                    let conversation = core.pruning().map(|p| p.conversation.clone());
+                    let timeout = core.pruning().map_or(SCORING_DEADLINE, |p| p.timeout);
                     let raw = line.clone();
                     let work = tokio::task::spawn_blocking({
                         let cancel = cancel.clone();
@@ -461,6 +487,19 @@ pub fn setup(args: &ProxyArgs) -> Option<Pruning> {
     })
 }
 
+/// Runs [`setup`] on a blocking thread and hands the result to `core`.
+pub fn start_setup(core: &Arc<Core>, args: &ProxyArgs) {
+    let core = core.clone();
+    let (name, basis) = (args.name.clone(), args.basis);
+    tokio::task::spawn_blocking(move || {
+        let pruning = std::panic::catch_unwind(|| setup(&ProxyArgs { name, basis, url: None, headers: Vec::new(), command: Vec::new() }));
+        core.set_pruning(pruning.unwrap_or_else(|_| {
+            eprintln!("toolprune mcp-proxy: setting pruning up failed (panic); forwarding only");
+            None
+        }));
+    });
+}
+
 /// `toolprune mcp-proxy`: runs until the upstream is gone; exits with its status.
 pub fn run(args: ProxyArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
@@ -545,14 +584,8 @@ async fn run_stdio(args: &ProxyArgs) -> u8 {
         eprintln!("toolprune mcp-proxy: the server's pipes are missing");
         return 1;
     };
-    let core = Core::new(tokio::task::spawn_blocking({
-        let name = args.name.clone();
-        let basis = args.basis;
-        move || setup(&ProxyArgs { name, basis, url: None, headers: Vec::new(), command: Vec::new() })
-    })
-    .await
-    .ok()
-    .flatten());
+    let core = Core::new();
+    start_setup(&core, args);
 
     let (to_client, client_rx) = mpsc::unbounded_channel::<String>();
     let (to_upstream, upstream_rx) = mpsc::unbounded_channel::<String>();
@@ -567,6 +600,7 @@ async fn run_stdio(args: &ProxyArgs) -> u8 {
             let mut stdin = BufReader::new(tokio::io::stdin());
             let mut buf = Vec::new();
             while let Some(line) = next_line(&mut stdin, &mut buf).await {
+                core.ready_for(&line).await;
                 core.from_client(line, &to_upstream, &to_client);
             }
         })
