@@ -51,7 +51,7 @@ fn main() -> Result<()> {
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
 
     let mut artifacts = Artifacts {
-        target_dir: guest_target_dir(&out_dir),
+        target_dir: guest_target_dir(&out_dir, &workspace),
         out_dir,
         workspace,
         deps: BTreeSet::new(),
@@ -127,17 +127,25 @@ fn outer_has_wasm_std() -> Result<bool> {
         .any(|e| e.file_name().to_string_lossy().starts_with("libstd-")))
 }
 
-/// `<target>/guest-build`, where `<target>` is the outer build's target dir
-/// (the ancestor of `OUT_DIR` that Cargo tagged with `CACHEDIR.TAG`). Shared by
-/// every outer profile, so that `cargo build --release` does not build the
-/// guest again. Not `<target>/guest`: that is where an outer
-/// `--profile guest` build would write.
-fn guest_target_dir(out_dir: &Path) -> PathBuf {
+/// `<target>/guest-build/<checkout>`, where `<target>` is the outer build's
+/// target dir (the ancestor of `OUT_DIR` that Cargo tagged with
+/// `CACHEDIR.TAG`) and `<checkout>` a digest of this workspace's path.
+/// Shared by every outer profile, so that `cargo build --release` does not
+/// build the guest again. Not `<target>/guest`: that is where an outer
+/// `--profile guest` build would write. Per checkout: two worktrees sharing
+/// one `CARGO_TARGET_DIR` would otherwise overwrite each other's
+/// `toolprune_guest.wasm` (same name, no metadata hash) and embed the other
+/// checkout's guest.
+fn guest_target_dir(out_dir: &Path, workspace: &Path) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    workspace.hash(&mut hasher);
     out_dir
         .ancestors()
         .find(|dir| dir.join("CACHEDIR.TAG").is_file())
         .unwrap_or(out_dir)
         .join("guest-build")
+        .join(format!("{:016x}", hasher.finish()))
 }
 
 impl Artifacts {

@@ -1,11 +1,17 @@
 //! The `toolprune` command's parts (package `toolprune-cli`): report
-//! renderers, `eval`, `jev check`, `route`, and the configuration glue. The
+//! renderers, `eval`, `jev check`, `route`, the configuration glue, the
+//! agent hooks (`hook`), their session store (`store`) and the `omitted` MCP
+//! server (`mcp`). The
 //! binary (`src/main.rs`) parses arguments and dispatches. Everything here
 //! is presentation on top of the `toolprune` library; no rule lives here.
 
 pub mod check;
 pub mod eval;
+pub mod hook;
+pub mod install;
 pub mod jev;
+pub mod mcp;
 pub mod report;
 pub mod route;
 pub mod proxy;
+pub mod store;

@@ -8,6 +8,8 @@
 //! toolprune split [--json] [FILE|-]
 //! toolprune eval --corpus DIR [--labels FILE] [--scorer offline|stub]
 //!                [--threshold X] [--lang en|ja] [--json]
+//! toolprune hook claude-code|gemini|cursor      (one agent event: stdin → stdout)
+//! toolprune mcp                                 (the `omitted` MCP server, stdio)
 //! ```
 //!
 //! Exit codes: 0 done (also when the input passed through unchanged), 1 the
@@ -20,6 +22,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolprune::types::Lang;
 use toolprune::{ConversationOptions, Pruner, ToolResult};
+use toolprune_cli::hook::Agent;
+use toolprune_cli::install;
 use toolprune_cli::jev as cli_jev;
 use toolprune_cli::report::{prune_report, split_report, split_table};
 use toolprune_cli::route as cli_route;
@@ -56,6 +60,48 @@ enum Command {
     /// `omitted` tool (docs/mcp-proxy.md).
     #[command(name = "mcp-proxy")]
     McpProxy(toolprune_cli::proxy::ProxyArgs),
+    /// Answer one agent hook event (stdin → stdout; always exit 0, never
+    /// stderr; any failure is the agent's "no change"). Registered by
+    /// `toolprune install`.
+    Hook {
+        #[arg(value_enum)]
+        agent: Agent,
+    },
+    /// The `omitted` MCP server (stdio), registered beside the hooks.
+    Mcp,
+    /// Register toolprune's hooks and its `omitted` MCP server in an
+    /// agent's settings (idempotent; every other byte of the files kept).
+    Install(InstallArgs),
+    /// Remove exactly what `install` added.
+    Uninstall(InstallArgs),
+    /// Check that the hooks and the MCP server are in place and working;
+    /// exit 1 when something is missing.
+    Doctor(InstallArgs),
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    #[arg(value_enum)]
+    agent: Agent,
+    /// The user's settings (every project; the default).
+    #[arg(long, conflicts_with = "project")]
+    user: bool,
+    /// The current directory's project settings.
+    #[arg(long)]
+    project: bool,
+    /// Show what would change; write nothing (install, uninstall).
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl InstallArgs {
+    fn scope(&self) -> install::Scope {
+        if self.project {
+            install::Scope::Project
+        } else {
+            install::Scope::User
+        }
+    }
 }
 
 #[derive(Args)]
@@ -131,6 +177,13 @@ enum ScorerArg {
 }
 
 fn main() -> ExitCode {
+    // The hook answers before anything else can print: no clap errors on stderr.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.len() == 3 && args[1] == "hook" {
+        if let Some(agent) = args[2].to_str().and_then(|a| <Agent as ValueEnum>::from_str(a, false).ok()) {
+            return toolprune_cli::hook::main(agent);
+        }
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Prune(args) => prune(args),
@@ -143,6 +196,18 @@ fn main() -> ExitCode {
         },
         Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
         Command::McpProxy(args) => return toolprune_cli::proxy::run(args),
+        Command::Hook { agent } => return toolprune_cli::hook::main(agent),
+        Command::Mcp => toolprune_cli::mcp::main().map(|()| ExitCode::SUCCESS),
+        Command::Install(args) => install_cmd(args),
+        Command::Uninstall(args) => install::Paths::from_env(&cli_jev::env)
+            .and_then(|paths| install::uninstall(args.agent, args.scope(), &paths, args.dry_run))
+            .and_then(|report| write_stdout(report.text.as_bytes()))
+            .map(|()| ExitCode::SUCCESS),
+        Command::Doctor(args) => install::Paths::from_env(&cli_jev::env).and_then(|paths| {
+            let (text, ok) = install::doctor(args.agent, args.scope(), &paths, &cli_jev::env);
+            write_stdout(text.as_bytes())?;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }),
     };
     match result {
         Ok(code) => code,
@@ -151,6 +216,16 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `toolprune install AGENT`: the prunable globs from the configuration
+/// (a configuration that does not resolve is refused: fix it first).
+fn install_cmd(args: InstallArgs) -> Result<ExitCode, String> {
+    let paths = install::Paths::from_env(&cli_jev::env)?;
+    let config = pruner()?.configuration(&cli_jev::env).map_err(|e| format!("configuration: {e}; fix it, then install again"))?;
+    let report = install::install(args.agent, args.scope(), &paths, &config.prunable, args.dry_run)?;
+    write_stdout(report.text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The input's bytes, or a one-line message naming it.

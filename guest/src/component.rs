@@ -135,6 +135,7 @@ impl settings::Guest for Component {
             settings::HostFailure::GuestTrap => "guest_trap",
             settings::HostFailure::InvalidText => "invalid_text",
             settings::HostFailure::InvalidInput => "invalid_input",
+            settings::HostFailure::Store => "store",
         };
         let limit = limit.map(|l| match l {
             settings::Limit::Fuel => "fuel",

@@ -222,8 +222,27 @@ pub fn tool(lang: Lang, dialect: Dialect) -> String {
         ),
     };
     let q = crate::json::string;
+    // `mcp-hooked`: toolprune's own MCP server behind agent hooks. The hook
+    // adds `session` (which conversation's store to read) and, for Gemini
+    // CLI's tail call, `body`; the model is told to leave both out. They are
+    // declared because Gemini CLI validates a tail call's arguments against
+    // the schema (and `additionalProperties` is false).
+    let hooked = match (dialect, lang) {
+        (Dialect::McpHooked, Lang::Ja) => "toolprune のフックが設定します。省略してください。",
+        (Dialect::McpHooked, Lang::En) => "Filled in by toolprune's hook; leave it out.",
+        _ => "",
+    };
+    let extra = if hooked.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ",\"session\":{{\"type\":\"string\",\"description\":{}}},\"body\":{{\"type\":\"boolean\",\"description\":{}}}",
+            q(hooked),
+            q(hooked)
+        )
+    };
     let schema = format!(
-        "{{\"type\":\"object\",\"properties\":{{\"id\":{{\"type\":\"string\",\"description\":{}}},\"from\":{{\"type\":\"integer\",\"minimum\":0,\"description\":{}}},\"to\":{{\"type\":\"integer\",\"minimum\":0,\"description\":{}}}}},\"required\":[\"id\",\"from\",\"to\"],\"additionalProperties\":false}}",
+        "{{\"type\":\"object\",\"properties\":{{\"id\":{{\"type\":\"string\",\"description\":{}}},\"from\":{{\"type\":\"integer\",\"minimum\":0,\"description\":{}}},\"to\":{{\"type\":\"integer\",\"minimum\":0,\"description\":{}}}{extra}}},\"required\":[\"id\",\"from\",\"to\"],\"additionalProperties\":false}}",
         q(id),
         q(from),
         q(to)
@@ -233,7 +252,7 @@ pub fn tool(lang: Lang, dialect: Dialect) -> String {
         Dialect::Plain => format!("{{{head},\"parameters\":{schema}}}"),
         Dialect::Openai => format!("{{\"type\":\"function\",\"function\":{{{head},\"parameters\":{schema}}}}}"),
         Dialect::Anthropic => format!("{{{head},\"input_schema\":{schema}}}"),
-        Dialect::Mcp => format!("{{{head},\"inputSchema\":{schema}}}"),
+        Dialect::Mcp | Dialect::McpHooked => format!("{{{head},\"inputSchema\":{schema}}}"),
     }
 }
 
@@ -426,6 +445,38 @@ mod tests {
             assert_eq!(&mcp["inputSchema"], schema);
             assert_eq!(mcp["description"], plain["description"]);
         }
+    }
+
+    #[test]
+    fn the_hooked_mcp_dialect_adds_optional_session_and_body_for_the_hook() {
+        for lang in [Lang::Ja, Lang::En] {
+            let mcp: Value = serde_json::from_str(&tool(lang, Dialect::Mcp)).unwrap();
+            let hooked: Value = serde_json::from_str(&tool(lang, Dialect::McpHooked)).unwrap();
+            assert_eq!(hooked["name"], "omitted");
+            assert_eq!(hooked["description"], mcp["description"]);
+            let (schema, plain) = (&hooked["inputSchema"], &mcp["inputSchema"]);
+            assert_eq!(schema["required"], serde_json::json!(["id", "from", "to"]), "session and body stay optional");
+            assert_eq!(schema["additionalProperties"], false);
+            assert_eq!(schema["properties"]["session"]["type"], "string");
+            assert_eq!(schema["properties"]["body"]["type"], "boolean");
+            for key in ["id", "from", "to"] {
+                assert_eq!(schema["properties"][key], plain["properties"][key]);
+            }
+            assert!(plain["properties"].get("session").is_none(), "the plain MCP dialect is unchanged");
+        }
+        let en: Value = serde_json::from_str(&tool(Lang::En, Dialect::McpHooked)).unwrap();
+        assert_eq!(en["inputSchema"]["properties"]["session"]["description"], "Filled in by toolprune's hook; leave it out.");
+    }
+
+    #[test]
+    fn the_hook_arguments_do_not_change_the_answer() {
+        let (r, paras) = record();
+        let args = r#"{"id":"P1","from":1,"to":8,"session":"claude-code:abc:00ff","body":true}"#;
+        assert_eq!(requested_id(args).as_deref(), Some("P1"));
+        let a = ask(args, Lang::En, &r);
+        assert_eq!(a.outcome, OmittedOutcome::Ok);
+        assert_eq!(a.text, format!("{}{}{}{}", paras[2], paras[3], paras[4], paras[8]));
+        assert_eq!(a.log_line, "tool omitted: agent=a id=P1 from=1 to=8 chars=800 outcome=ok", "no session in the log");
     }
 
     #[test]

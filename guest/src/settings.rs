@@ -756,5 +756,6 @@ mod tests {
             "tool prune: agent=my_agent name=a_b_c outcome=failed reason=guest_trap limit=fuel"
         );
         assert_eq!(failure_line(Operation::Omitted, "", "", "guest_trap", None), "tool omitted: agent=- outcome=failed reason=guest_trap");
+        assert_eq!(failure_line(Operation::Prune, "hook", "mcp__docs__fetch", "store", None), "tool prune: agent=hook name=mcp__docs__fetch outcome=failed reason=store");
     }
 }

@@ -22,6 +22,7 @@ use toolprune::{
 pub mod fake_jev;
 
 use fake_jev::{FakeJev, Reply};
+use toolprune::judge::{Decision, Judge, RouteError, Verdict};
 
 /// `tests/conformance/` of this workspace.
 pub fn dir() -> PathBuf {
@@ -97,6 +98,9 @@ pub fn text(spec: &Value) -> String {
             let sep = |default: &str| o.get("sep").and_then(Value::as_str).unwrap_or(default).to_string();
             if let Some(file) = o.get("shared").and_then(Value::as_str) {
                 let path = shared_dir().join(file);
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            } else if let Some(file) = o.get("conformance").and_then(Value::as_str) {
+                let path = dir().join(file);
                 std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
             } else if let Some(parts) = o.get("join").and_then(Value::as_array) {
                 parts.iter().map(text).collect::<Vec<_>>().join(&sep(""))
@@ -265,8 +269,9 @@ fn scripted(spec: &Value) -> ScriptedScorer {
 /// One Jev RESPONSE of the README for the request `seen`.
 fn reply(spec: &Value, seen: &fake_jev::Seen) -> Reply {
     let status = spec.get("status").and_then(Value::as_u64).unwrap_or(200) as u16;
-    let body = match spec.get("body").and_then(Value::as_str) {
-        Some(body) => body.to_string(),
+    let from_file = spec.get("body_file").and_then(Value::as_str).map(|f| text(&json!({"conformance": f})));
+    let body = match spec.get("body").and_then(Value::as_str).map(str::to_string).or(from_file) {
+        Some(body) => body,
         None if (200..300).contains(&status) => {
             let a = spec.get("answer").cloned().unwrap_or(json!({}));
             let default = a.get("default").and_then(Value::as_f64).unwrap_or(1.0);
@@ -523,6 +528,22 @@ pub fn run(scenario: &Value, runner: &Runner) -> Vec<Value> {
             let globs: Vec<String> =
                 spec["globs"].as_array().into_iter().flatten().filter_map(|g| g.as_str().map(str::to_string)).collect();
             json!({"prunable": pruner.is_prunable(spec["tool"].as_str().unwrap_or_default(), &globs)})
+        } else if let Some(spec) = step.get("route") {
+            let log = Arc::new(CapturedLog::new());
+            let judge = Judge::new(&pruner, None)
+                .with_jev_model(spec.get("jev_model").and_then(Value::as_str).map(str::to_string))
+                .with_log(log.clone());
+            let decided = judge.route_with_answers(&text(&spec["rules"]), spec["message"].as_str().unwrap_or_default(), &text(&spec["answers"]));
+            routed(decided, &log.lines())
+        } else if let Some(spec) = step.get("route_live") {
+            let log = Arc::new(CapturedLog::new());
+            let (scoring, server) = scoring(&pruner, &spec["scorer"]);
+            let Scoring::Host(scorer) = scoring else { panic!("route_live needs a host scorer") };
+            let judge = Judge::new(&pruner, Some(scorer))
+                .with_jev_model(spec.get("jev_model").and_then(Value::as_str).map(str::to_string))
+                .with_log(log.clone());
+            let decided = judge.route(&text(&spec["rules"]), spec["message"].as_str().unwrap_or_default());
+            with_requests(routed(decided, &log.lines()), server.as_ref(), 0)
         } else if let Some(spec) = step.get("cli") {
             cli(runner.cli.as_deref().expect("cli steps need the binary"), spec)
         } else {
@@ -533,6 +554,33 @@ pub fn run(scenario: &Value, runner: &Runner) -> Vec<Value> {
     results
 }
 
+/// ROUTED of the README.
+fn routed(decided: Result<Decision, RouteError>, log: &[String]) -> Value {
+    match decided {
+        Ok(d) => {
+            let (to, note, reason) = match &d.verdict {
+                Verdict::Routed(to) => (json!(to), Value::Null, Value::Null),
+                Verdict::Returned(note) => (Value::Null, json!(note), Value::Null),
+                Verdict::Failed(class) => (Value::Null, Value::Null, json!(wit_name(class))),
+            };
+            let answers: Vec<Value> = d
+                .answers
+                .iter()
+                .map(|a| json!({"question": a.question, "type": wit_name(&a.kind), "value": a.value, "p": a.p, "margin": a.margin, "mean": a.mean}))
+                .collect();
+            json!({
+                "decision": {"verdict": wit_name(&d.verdict), "to": to, "note": note, "reason": reason, "rule": d.rule, "answers": answers, "jev_tokens": d.jev_tokens},
+                "log": lines(log),
+            })
+        }
+        Err(RouteError::Rules(errors)) => json!({
+            "errors": errors.iter().map(|e| json!({"line": e.line, "column": e.column, "message": e.message})).collect::<Vec<_>>(),
+            "log": lines(log),
+        }),
+        Err(RouteError::Guest(failure)) => panic!("the judge trapped: {failure}"),
+    }
+}
+
 /// CLI of the README: runs `binary` with the step's arguments, stdin and
 /// environment (PATH, a fresh empty HOME, the given variables).
 fn cli(binary: &Path, spec: &Value) -> Value {
@@ -541,7 +589,7 @@ fn cli(binary: &Path, spec: &Value) -> Value {
     let args: Vec<String> = spec["args"].as_array().into_iter().flatten().map(|a| a.as_str().unwrap_or_default().to_string()).collect();
     let stdin = spec.get("stdin").map(text).unwrap_or_default();
     let mut command = Command::new(binary);
-    command.args(&args).env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("HOME", &home);
+    command.current_dir(dir()).args(&args).env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("HOME", &home);
     // The compiled component's cache is not part of the behaviour under test.
     command.env("TOOLPRUNE_CACHE_DIR", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/toolprune-cache"));
     for (k, v) in spec.get("env").and_then(Value::as_object).into_iter().flatten() {

@@ -8,7 +8,6 @@
 //! count + 1)`. The host never parses the text, counts characters or
 //! decides a gate.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use crate::cancel::CancelToken;
 use crate::engine::{HostFailure, Instance, Pruner};
 use crate::log::{LogSink, StderrLog};
 use crate::scorer::{run_host_scorer, Scoring};
+use crate::store::{MemoryStore, ResultStore, StoreError};
 use crate::types::{
     wit_name, BatchFailure, Counts, Dialect, Gate, GuestPruned, Lang, OmittedOutcome, Operation, Outcome, ParagraphReport,
     PruneInput, ScoringRequest, ScoringResponse, Shape, StoredResult,
@@ -42,9 +42,14 @@ pub struct ConversationOptions {
     pub jev_model: Option<String>,
     /// Where log lines go (default stderr).
     pub log: Arc<dyn LogSink>,
-    /// Store bounds; default the guest's (`settings.resolve([], none).store`).
+    /// Bounds of the default in-memory store; default the guest's
+    /// (`settings.resolve([], none).store`). Ignored with [`store`](Self::store).
     pub max_records: Option<u32>,
     pub max_chars: Option<u64>,
+    /// Where the id counter and the pruned results live; default a
+    /// [`MemoryStore`] with the bounds above. An on-disk store (agent hooks,
+    /// one process per event) keeps ids unique across processes.
+    pub store: Option<Arc<dyn ResultStore>>,
     /// **Test-only**: the deadline used is `min(policy.deadline-ms, cap)`,
     /// so a deadline test runs in milliseconds. Never set in production.
     pub deadline_cap: Option<Duration>,
@@ -62,6 +67,7 @@ impl Default for ConversationOptions {
             log: Arc::new(StderrLog),
             max_records: None,
             max_chars: None,
+            store: None,
             deadline_cap: None,
         }
     }
@@ -222,15 +228,12 @@ impl OmittedAnswer {
     }
 }
 
-/// What the conversation's lock guards: the instance, the counter, the store.
+/// What the conversation's lock guards: the instance (the counter and the
+/// records are the [`ResultStore`]'s).
 struct State {
     instance: Option<Instance>,
     /// Bumped whenever the instance is dropped: jobs of an older one are gone.
     generation: u64,
-    /// Results stored so far (never decremented, never reset per turn).
-    count: u32,
-    store: VecDeque<StoredResult>,
-    store_chars: u64,
 }
 
 struct Inner {
@@ -242,8 +245,7 @@ struct Inner {
     scoring: Scoring,
     jev_model: Option<String>,
     log: Arc<dyn LogSink>,
-    max_records: u32,
-    max_chars: u64,
+    store: Arc<dyn ResultStore>,
     deadline_cap: Option<Duration>,
     state: Mutex<State>,
 }
@@ -267,7 +269,16 @@ impl Pruner {
             Some(value) => self.threshold(value).map_err(ConversationError::Threshold)?,
             None => self.resolve(&[], None).map_err(ConversationError::Guest)?.threshold,
         };
-        let store = self.resolve(&[], None).map_err(ConversationError::Guest)?.store;
+        let store = match options.store {
+            Some(store) => store,
+            None => {
+                let limits = self.resolve(&[], None).map_err(ConversationError::Guest)?.store;
+                Arc::new(MemoryStore::new(
+                    options.max_records.unwrap_or(limits.max_records),
+                    options.max_chars.unwrap_or(limits.max_chars),
+                ))
+            }
+        };
         Ok(Conversation {
             inner: Arc::new(Inner {
                 pruner: self.clone(),
@@ -278,10 +289,9 @@ impl Pruner {
                 scoring: options.scoring.unwrap_or_else(|| self.default_scoring().clone()),
                 jev_model: options.jev_model,
                 log: options.log,
-                max_records: options.max_records.unwrap_or(store.max_records),
-                max_chars: options.max_chars.unwrap_or(store.max_chars),
+                store,
                 deadline_cap: options.deadline_cap,
-                state: Mutex::new(State { instance: None, generation: 0, count: 0, store: VecDeque::new(), store_chars: 0 }),
+                state: Mutex::new(State { instance: None, generation: 0 }),
             }),
         })
     }
@@ -315,20 +325,28 @@ impl Conversation {
         &self.inner.scoring
     }
 
-    /// The stored results, oldest first (bounded; evicted ones are gone).
+    /// The stored results, oldest first (bounded; evicted ones are gone;
+    /// empty when the store cannot be read).
     pub fn stored(&self) -> Vec<StoredResult> {
-        self.lock().store.iter().cloned().collect()
+        self.inner.store.records().unwrap_or_default()
     }
 
-    /// Results stored so far (the next id is `P{count + 1}`).
+    /// Results stored so far (the next id is `P{count + 1}`; 0 when the
+    /// store cannot be read).
     pub fn count(&self) -> u32 {
-        self.lock().count
+        self.inner.store.count().unwrap_or(0)
+    }
+
+    /// The conversation's store.
+    pub fn store(&self) -> &Arc<dyn ResultStore> {
+        &self.inner.store
     }
 
     /// Answers a model's `omitted` tool call (SPEC §10): `arguments` is the
     /// model's JSON text, passed on unparsed. Writes the `tool omitted:`
-    /// line. Never fails: after a trap the text asks the model to try again
-    /// (`omitted.unavailable`) and the outcome is `failed`.
+    /// line. Never fails: after a trap, or when the store cannot be read,
+    /// the text asks the model to try again (`omitted.unavailable`) and the
+    /// outcome is `failed`.
     pub fn omitted(&self, arguments: &str) -> OmittedAnswer {
         let inner = &self.inner;
         let answer = {
@@ -339,15 +357,18 @@ impl Conversation {
             });
             match found {
                 Err(failure) => Err(failure),
-                Ok(id) => {
-                    let found = id.and_then(|id| state.store.iter().find(|r| r.id == id).cloned());
-                    let bytes = arguments.len() + found.as_ref().map_or(0, |r| r.chars as usize * 4);
-                    self.with_instance(&mut state, |instance| {
-                        instance.call_sized(bytes, |g, s| {
-                            g.toolprune_pruner_omitted().call_answer(s, arguments, inner.lang, &inner.agent, found.as_ref())
+                Ok(id) => match id.map(|id| inner.store.find(&id)).transpose() {
+                    Err(e) => Err(HostFailure::store(&e)),
+                    Ok(found) => {
+                        let found = found.flatten();
+                        let bytes = arguments.len() + found.as_ref().map_or(0, |r| r.chars as usize * 4);
+                        self.with_instance(&mut state, |instance| {
+                            instance.call_sized(bytes, |g, s| {
+                                g.toolprune_pruner_omitted().call_answer(s, arguments, inner.lang, &inner.agent, found.as_ref())
+                            })
                         })
-                    })
-                }
+                    }
+                },
             }
         };
         let answer = match answer {
@@ -476,9 +497,11 @@ impl Conversation {
         }
     }
 
-    /// `finish(response, count + 1)` under the lock; stores the record. A
-    /// job whose instance was dropped meanwhile (another call trapped) is
-    /// made again from the same input in the new instance.
+    /// `finish(response, count + 1)` inside the store's `push` (under the
+    /// lock); the store keeps the record. A job whose instance was dropped
+    /// meanwhile (another call trapped) is made again from the same input in
+    /// the new instance. A store that cannot give the number or keep the
+    /// record is a host failure (`store`): the id is never handed out.
     fn finish(
         &self,
         state: &mut State,
@@ -492,27 +515,36 @@ impl Conversation {
         } else {
             self.start_job(state, input)?.0
         };
-        let id_number = state.count.saturating_add(1);
         let bytes = input.text.len();
-        let pruned = self.with_instance(state, |instance| {
-            instance.call_sized(bytes, |g, s| {
-                let pruned = g.toolprune_pruner_pruner().prune_job().call_finish(&mut *s, handle, response, id_number)?;
-                handle.resource_drop(&mut *s)?;
-                Ok(pruned)
-            })
-        })?;
-        if let Some(record) = &pruned.record {
-            state.count = id_number;
-            state.store_chars += record.chars;
-            state.store.push_back(record.clone());
-            while state.store.len() > self.inner.max_records as usize || state.store_chars > self.inner.max_chars {
-                match state.store.pop_front() {
-                    Some(old) => state.store_chars -= old.chars,
-                    None => break,
+        let mut finished: Option<Result<GuestPruned, HostFailure>> = None;
+        let pushed = self.inner.store.push(&mut |id_number| {
+            let pruned = self.with_instance(state, |instance| {
+                instance.call_sized(bytes, |g, s| {
+                    let pruned = g.toolprune_pruner_pruner().prune_job().call_finish(&mut *s, handle, response, id_number)?;
+                    handle.resource_drop(&mut *s)?;
+                    Ok(pruned)
+                })
+            });
+            let record = pruned.as_ref().ok().and_then(|p| p.record.clone());
+            finished = Some(pruned);
+            record
+        });
+        match (pushed, finished) {
+            (Ok(()), Some(pruned)) => pruned,
+            (Err(e), finished) => {
+                if finished.is_none() {
+                    // The job was never finished: drop it (a failure here only costs the instance).
+                    if let Some(instance) = &mut state.instance {
+                        if instance.drop_resource(handle).is_err() {
+                            state.instance = None;
+                            state.generation += 1;
+                        }
+                    }
                 }
+                Err(HostFailure::store(&e))
             }
+            (Ok(()), None) => Err(HostFailure::store(&StoreError("the store did not ask for the result".to_string()))),
         }
-        Ok(pruned)
     }
 
     fn fail_open(&self, raw: Arc<str>, tool: &str, failure: HostFailure) -> PruneResult {

@@ -79,8 +79,9 @@ pub struct LoadOptions {
 /// Why the host gave no guest answer (SPEC §11): the raw text goes back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostFailure {
-    /// `guest_trap` here (Rust strings are always valid UTF-8, so this host
-    /// never reports `invalid_text` / `invalid_input`).
+    /// `guest_trap`, or `store` when the conversation's store failed (Rust
+    /// strings are always valid UTF-8, so this host never reports
+    /// `invalid_text` / `invalid_input`).
     pub reason: FailureReason,
     /// Which limit stopped the call, when one did (`fuel`, `memory`).
     pub limit: Option<Limit>,
@@ -99,6 +100,12 @@ impl HostFailure {
             None
         };
         HostFailure { reason: FailureReason::GuestTrap, limit, message: format!("{err:#}") }
+    }
+
+    /// The conversation's store could not give an id, keep or read a record
+    /// (reason `store`): the text goes unchanged.
+    pub(crate) fn store(error: &crate::store::StoreError) -> Self {
+        HostFailure { reason: FailureReason::Store, limit: None, message: format!("store: {error}") }
     }
 
     /// `guest_trap` (the SPEC name of [`HostFailure::reason`]).
@@ -493,6 +500,12 @@ impl Instance {
     ) -> Result<R, HostFailure> {
         let limits = self.limits_for(bytes)?;
         self.run(limits.fuel, Some(limits.memory_bytes), f)
+    }
+
+    /// Drops a guest resource (a `prune-job` that will not be finished).
+    pub(crate) fn drop_resource(&mut self, handle: wasmtime::component::ResourceAny) -> Result<(), HostFailure> {
+        self.store.set_fuel(BOOTSTRAP_FUEL).map_err(|e| HostFailure::trap(&e, false))?;
+        handle.resource_drop(&mut self.store).map_err(|e| HostFailure::trap(&e, false))
     }
 
     fn run<R>(

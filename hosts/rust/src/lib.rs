@@ -6,6 +6,7 @@
 //! | [`engine`] | wasmtime bindings of `wit/`, the compiled, version-checked component ([`Pruner`]), per-call limits from `settings.call-limits-for` | §11, §14 |
 //! | [`cache`] | the disk cache of the compiled component ([`CacheDir`]) | — |
 //! | [`conversation`] | [`Conversation`] (id counter, bounded store, one instance), [`Turn`], [`PruneResult`], `omitted` | §2–§12 |
+//! | [`store`] | where a conversation keeps its id counter and pruned results: [`ResultStore`], [`MemoryStore`] (default) | §10 |
 //! | [`scorer`] | [`Scoring`] (offline, stub, host), the [`Scorer`] trait, the deadline and retry questions ([`ScoringContext`]), [`ScriptedScorer`] | §5, §11, §14 |
 //! | [`jev`] | the Jev transport over HTTP ([`JevScorer`]), configured by the guest's `settings.resolve` | §5, §11 |
 //! | [`judge`] | the judge router ([`judge::Judge`]) | §13 |
@@ -39,6 +40,7 @@ pub mod jev;
 pub mod judge;
 pub mod log;
 pub mod scorer;
+pub mod store;
 pub mod types;
 
 pub use cache::CacheDir;
@@ -48,3 +50,4 @@ pub use engine::{HostFailure, LimitsOverride, LoadOptions, Pruner};
 pub use jev::{Attempt, JevScorer};
 pub use log::{CapturedLog, LogSink, StderrLog};
 pub use scorer::{Scorer, Scoring, ScoringContext, ScriptedScorer};
+pub use store::{MemoryStore, ResultStore, StoreError};

@@ -24,8 +24,8 @@ pub use crate::engine::wit::exports::toolprune::pruner::types::{
 /// list of names.
 pub fn wit_name<T: std::fmt::Debug>(value: &T) -> String {
     let debug = format!("{value:?}");
-    // `Outcome::NoBasis` (wasmtime's Debug of a plain enum).
-    let case = debug.rsplit("::").next().unwrap_or(&debug);
+    // `Outcome::NoBasis`, `Verdict::Failed(FailureClass::Http5xx)` (wasmtime's Debug).
+    let case = debug.split_once("::").map_or(debug.as_str(), |(_, case)| case);
     let case = case.split('(').next().unwrap_or(case);
     let mut out = String::new();
     let mut previous: Option<char> = None;
@@ -58,5 +58,7 @@ mod tests {
         assert_eq!(wit_name(&Limit::WallTime), "wall_time");
         assert_eq!(wit_name(&FailureReason::GuestTrap), "guest_trap");
         assert_eq!(wit_name(&OmittedOutcome::NotDropped), "not_dropped");
+        let failed = crate::judge::Verdict::Failed(FailureClass::Http5xx);
+        assert_eq!(wit_name(&failed), "failed");
     }
 }

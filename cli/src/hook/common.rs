@@ -1,0 +1,404 @@
+//! What every agent's adapter shares: the event, the store, the
+//! configuration and scorer, pruning one text, answering `omitted`, and the
+//! log file.
+
+use std::cell::OnceCell;
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use toolprune::types::{Config, Outcome};
+use toolprune::{ConversationOptions, JevScorer, LogSink, MemoryStore, Pruner, ResultStore, Scoring, ToolResult};
+
+use super::{Agent, Context};
+use crate::store::{Bounds, Root, Session};
+
+/// Stdin beyond this many bytes is not read (the event is then not JSON:
+/// no change).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// The key of toolprune's MCP server in the agents' settings: the tool is
+/// `mcp__toolprune__omitted` (Claude Code), `mcp_toolprune_omitted`
+/// (Gemini CLI; a key must not contain `_` there).
+pub const SERVER_NAME: &str = "toolprune";
+
+/// The log file is renamed to `toolprune.log.1` past this size.
+pub const LOG_MAX_BYTES: u64 = 1 << 20;
+
+/// Why a hook gave the "no change" answer: one word for the log line
+/// (`not_prunable`, `tool_failed`, `store`, `config`, `component`, an
+/// outcome such as `no_basis`, …). Never text from the event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pass(pub String);
+
+impl Pass {
+    pub fn new(reason: &str) -> Self {
+        Pass(reason.to_string())
+    }
+}
+
+/// A handler's answer: the JSON object to print, `Ok(None)` for the agent's
+/// plain "no change", or why it passed.
+pub type Answer = Result<Option<Value>, Pass>;
+
+/// Appends log lines to `<root>/toolprune.log` (0600), each prefixed with the
+/// unix time; renamed to `toolprune.log.1` past [`LOG_MAX_BYTES`]. Lines are
+/// the guest's (counts, never text) and the hook's own.
+pub struct FileLog {
+    path: PathBuf,
+}
+
+impl FileLog {
+    /// The log of a store root.
+    pub fn new(root: &Root) -> Self {
+        FileLog { path: root.log_path() }
+    }
+}
+
+impl LogSink for FileLog {
+    fn line(&self, line: &str) {
+        if std::fs::metadata(&self.path).is_ok_and(|m| m.len() > LOG_MAX_BYTES) {
+            let _ = std::fs::rename(&self.path, self.path.with_extension("log.1"));
+        }
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600);
+        }
+        if let Ok(mut file) = options.open(&self.path) {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let _ = file.write_all(format!("{now} {line}\n").as_bytes());
+        }
+    }
+}
+
+/// The configuration a hook prunes with.
+pub struct Setup {
+    pub pruner: Pruner,
+    pub config: Config,
+    pub scoring: Scoring,
+    pub jev_model: Option<String>,
+}
+
+/// A text the hook pruned (outcome `ok`): the body for the model, its id,
+/// and the session that holds its record.
+pub struct Pruned {
+    pub body: String,
+    pub id: String,
+    pub session: Session,
+}
+
+/// One hook run: the agent, its event, and what it needs lazily.
+pub struct Hook<'a> {
+    pub agent: Agent,
+    pub cx: &'a Context<'a>,
+    pub event: &'a Value,
+    root: OnceCell<Option<Root>>,
+    setup: OnceCell<Result<Setup, Pass>>,
+    started: Instant,
+}
+
+/// A word safe for a log field: `[A-Za-z0-9_]`, at most 40 characters.
+fn word(text: &str) -> String {
+    let w: String = text.chars().take(40).map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if w.is_empty() { "-".to_string() } else { w }
+}
+
+impl<'a> Hook<'a> {
+    pub fn new(agent: Agent, cx: &'a Context<'a>, event: &'a Value) -> Self {
+        Hook {
+            agent,
+            cx,
+            event,
+            root: OnceCell::new(),
+            setup: OnceCell::new(),
+            started: Instant::now(),
+        }
+    }
+
+    /// A string field of the event.
+    pub fn str(&self, key: &str) -> Option<&'a str> {
+        self.event.get(key).and_then(Value::as_str)
+    }
+
+    /// `hook_event_name`.
+    pub fn name(&self) -> &'a str {
+        self.str("hook_event_name").unwrap_or("")
+    }
+
+    /// The conversation's id: `session_id` (Claude Code, Gemini CLI), or
+    /// `conversation_id` (Cursor; its `sessionEnd` has `session_id`, the same id).
+    pub fn session_id(&self) -> Result<&'a str, Pass> {
+        let id = match self.agent {
+            Agent::Cursor => self.str("conversation_id").or_else(|| self.str("session_id")),
+            _ => self.str("session_id"),
+        };
+        id.filter(|id| !id.trim().is_empty()).ok_or_else(|| Pass::new("no_session"))
+    }
+
+    /// The store's root (from the environment), if it can be used.
+    pub fn root(&self) -> Result<&Root, Pass> {
+        self.root.get_or_init(|| Root::from_env(self.cx.env).ok()).as_ref().ok_or_else(|| Pass::new("store"))
+    }
+
+    /// This conversation's session (created if missing).
+    pub fn session(&self) -> Result<Session, Pass> {
+        let id = self.session_id()?;
+        self.root()?.session(self.agent.label(), id).map_err(|_| Pass::new("store"))
+    }
+
+    /// The `omitted` MCP server's token for this conversation.
+    pub fn token(&self) -> Result<String, Pass> {
+        let id = self.session_id()?;
+        self.root()?.token(self.agent.label(), id).map_err(|_| Pass::new("store"))
+    }
+
+    /// Writes one line to the store's log (nothing when there is no store).
+    pub fn log(&self, line: &str) {
+        if let Ok(root) = self.root() {
+            FileLog::new(root).line(line);
+        }
+    }
+
+    /// The prompt event: records the turn's request for this conversation.
+    pub fn record_request(&self, prompt: Option<&str>) -> Result<(), Pass> {
+        let prompt = prompt.ok_or_else(|| Pass::new("no_prompt"))?;
+        self.session()?.record_request(prompt).map_err(|_| Pass::new("store"))
+    }
+
+    /// The session's end: drops its records and request, keeps its counter.
+    /// Loads no component (fast: agents give this event little time).
+    pub fn end_session(&self) -> Result<(), Pass> {
+        let id = self.session_id()?;
+        match self.root()?.existing_session(self.agent.label(), id) {
+            Ok(Some(session)) => session.end().map_err(|_| Pass::new("store")),
+            Ok(None) => Ok(()),
+            Err(_) => Err(Pass::new("store")),
+        }
+    }
+
+    /// The component, the configuration (disabled → pass), and the scorer:
+    /// Jev when its endpoint is complete and the token variable is set,
+    /// else the offline scorer.
+    pub fn setup(&self) -> Result<&Setup, Pass> {
+        self.setup
+            .get_or_init(|| {
+                let pruner = (self.cx.load)().map_err(|_| Pass::new("component"))?;
+                let config = pruner.configuration(self.cx.env).map_err(|_| Pass::new("config"))?;
+                if !config.enabled {
+                    return Err(Pass::new("disabled"));
+                }
+                let jev_ready = config.jev.is_ok() && (self.cx.env)(&config.token_variable).is_some_and(|t| !t.is_empty());
+                let (scoring, jev_model) = if jev_ready {
+                    match JevScorer::from_env(&pruner, self.cx.env) {
+                        Ok((scorer, model)) => (Scoring::host(scorer), model),
+                        Err(_) => (Scoring::Offline, None),
+                    }
+                } else {
+                    (Scoring::Offline, None)
+                };
+                Ok(Setup { pruner, config, scoring, jev_model })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Whether the configuration declares `tool` prunable (the guest's
+    /// `settings.is-prunable`: globs, and never readers, shells, editors or
+    /// `omitted`).
+    pub fn prunable(&self, tool: &str) -> Result<bool, Pass> {
+        let setup = self.setup()?;
+        Ok(setup.pruner.is_prunable(tool, &setup.config.prunable))
+    }
+
+    /// Prunes one tool result's text for this conversation (SPEC §2–§12):
+    /// the basis is the recorded request, else `fallback` (the agent's
+    /// transcript); the id comes from the session's counter and the record
+    /// goes to the session. Any outcome but `ok` passes (its name is the
+    /// reason). Sweeps sessions older than the configured age afterwards.
+    pub fn prune(&self, tool: &str, text: String, fallback: &dyn Fn() -> Option<String>) -> Result<Pruned, Pass> {
+        if !self.prunable(tool)? {
+            return Err(Pass::new("not_prunable"));
+        }
+        let setup = self.setup()?;
+        let root = self.root()?;
+        let session = self.session()?.with_bounds(Bounds::from(&setup.config.store));
+        let request = match session.request() {
+            Ok(Some(recorded)) => recorded.request,
+            Ok(None) => fallback().unwrap_or_default(),
+            Err(_) => return Err(Pass::new("store")),
+        };
+        let conversation = setup
+            .pruner
+            .conversation(ConversationOptions {
+                enabled: true,
+                threshold: Some(setup.config.threshold.to_string()),
+                lang: setup.config.lang,
+                agent: self.agent.label().to_string(),
+                scoring: Some(setup.scoring.clone()),
+                jev_model: setup.jev_model.clone(),
+                log: Arc::new(FileLog::new(root)),
+                store: Some(Arc::new(session.clone())),
+                ..ConversationOptions::default()
+            })
+            .map_err(|_| Pass::new("config"))?;
+        let result = conversation.turn(request).on_tool_result(ToolResult::prunable(tool, text));
+        let _ = root.sweep(Duration::from_secs(setup.config.store.max_age_s), false);
+        match (result.outcome, &result.id) {
+            (Outcome::Ok, Some(id)) if !result.unchanged() => Ok(Pruned { body: result.body.to_string(), id: id.clone(), session }),
+            (outcome, _) => Err(Pass(toolprune::types::wit_name(&outcome))),
+        }
+    }
+
+    /// Answers an `omitted` call from `store` (none: an empty store, so the
+    /// guest answers `not_found`): the text for the model, whatever the
+    /// outcome. Writes the `tool omitted:` line.
+    pub fn omitted(&self, store: Option<Arc<dyn ResultStore>>, arguments: &str) -> Result<String, Pass> {
+        let setup = self.setup()?;
+        let root = self.root()?;
+        answer_omitted(&setup.pruner, &setup.config, self.agent.label(), store, arguments, Arc::new(FileLog::new(root)))
+            .ok_or_else(|| Pass::new("config"))
+    }
+
+    /// Writes the hook's own log line: the event, whether it answered, why
+    /// not, and its wall time. Counts and words only.
+    pub fn finish(&self, answer: &Answer) {
+        let ms = self.started.elapsed().as_millis();
+        let event = word(self.name());
+        let line = match answer {
+            Ok(Some(_)) => format!("hook: agent={} event={event} answer=replace ms={ms}", self.agent.label()),
+            Ok(None) => format!("hook: agent={} event={event} answer=none ms={ms}", self.agent.label()),
+            Err(Pass(reason)) => {
+                format!("hook: agent={} event={event} answer=pass reason={} ms={ms}", self.agent.label(), word(reason))
+            }
+        };
+        // Events answered with a plain "no change" (prompts, session ends, other tools) are not logged.
+        if !matches!(answer, Ok(None)) {
+            self.log(&line);
+        }
+    }
+}
+
+/// The guest's answer to an `omitted` call (`arguments`: the JSON object
+/// text) from `store`, in the configured language; none when the
+/// conversation cannot be made. Shared by the Cursor hook and `toolprune mcp`.
+pub fn answer_omitted(
+    pruner: &Pruner,
+    config: &Config,
+    agent: &str,
+    store: Option<Arc<dyn ResultStore>>,
+    arguments: &str,
+    log: Arc<dyn LogSink>,
+) -> Option<String> {
+    let store = store.unwrap_or_else(|| Arc::new(MemoryStore::new(1, 1)));
+    let conversation = pruner
+        .conversation(ConversationOptions {
+            enabled: true,
+            lang: config.lang,
+            agent: agent.to_string(),
+            log,
+            store: Some(store),
+            ..ConversationOptions::default()
+        })
+        .ok()?;
+    Some(conversation.omitted(arguments).text)
+}
+
+/// Whether `tool` is toolprune's own `omitted` as an agent names it:
+/// `mcp__toolprune__omitted` (Claude Code), `mcp_toolprune_omitted` (Gemini
+/// CLI), `omitted` / `MCP:omitted` / `MCP:toolprune:omitted` (Cursor).
+pub fn is_our_omitted(tool: &str) -> bool {
+    let tool = tool.trim();
+    let bare = tool.strip_prefix("MCP:").unwrap_or(tool);
+    [
+        format!("mcp__{SERVER_NAME}__omitted"),
+        format!("mcp_{SERVER_NAME}_omitted"),
+        format!("{SERVER_NAME}:omitted"),
+        "omitted".to_string(),
+    ]
+    .iter()
+    .any(|name| name == bare)
+}
+
+/// The text blocks of an MCP content list, joined as one result: their
+/// texts with `\n\n` between (one block: its text, byte for byte). None when
+/// there is no text block.
+pub fn joined_text(blocks: &[Value]) -> Option<String> {
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n\n"))
+}
+
+/// The content list with the pruned `body` in place of the text blocks: the
+/// first text block keeps its other fields and takes the body, the other
+/// text blocks go (their text is in the body), every other block (images,
+/// resources) stays where it was, untouched.
+pub fn replace_text(blocks: &[Value], body: &str) -> Vec<Value> {
+    let mut out = Vec::with_capacity(blocks.len());
+    let mut placed = false;
+    for block in blocks {
+        let is_text = block.get("type").and_then(Value::as_str) == Some("text") && block.get("text").is_some_and(Value::is_string);
+        if !is_text {
+            out.push(block.clone());
+        } else if !placed {
+            let mut first = block.clone();
+            first["text"] = Value::String(body.to_string());
+            out.push(first);
+            placed = true;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_blocks_are_joined_and_replaced_in_place_of_the_first() {
+        let blocks = vec![
+            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+            json!({"type": "text", "text": "one", "annotations": {"priority": 1}}),
+            json!({"type": "text", "text": "two"}),
+            json!({"type": "resource", "resource": {"uri": "file:///x"}}),
+        ];
+        assert_eq!(joined_text(&blocks).as_deref(), Some("one\n\ntwo"));
+        let out = replace_text(&blocks, "BODY");
+        assert_eq!(
+            out,
+            vec![
+                json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+                json!({"type": "text", "text": "BODY", "annotations": {"priority": 1}}),
+                json!({"type": "resource", "resource": {"uri": "file:///x"}}),
+            ]
+        );
+        assert_eq!(joined_text(&[json!({"type": "image", "data": "x"})]), None);
+    }
+
+    #[test]
+    fn our_omitted_is_recognised_in_every_agents_naming_and_nothing_else() {
+        for name in ["mcp__toolprune__omitted", "mcp_toolprune_omitted", "omitted", "MCP:omitted", "MCP:toolprune:omitted"] {
+            assert!(is_our_omitted(name), "{name}");
+        }
+        for name in ["mcp__other__omitted", "mcp__toolprune__fetch", "omitted_x", "WebFetch", ""] {
+            assert!(!is_our_omitted(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn log_words_carry_no_text() {
+        assert_eq!(word("PostToolUse"), "PostToolUse");
+        assert_eq!(word("a b=c\nsecret"), "a_b_c_secret");
+        assert_eq!(word(""), "-");
+        assert_eq!(word(&"x".repeat(100)).len(), 40);
+    }
+}

@@ -1,0 +1,133 @@
+//! Gemini CLI (tests/e2e/FACTS-gemini-cursor.md, Gemini CLI 0.61.0).
+//!
+//! Gemini CLI cannot take a replacement text from a hook: an `AfterTool`
+//! hook can only ask for a *tail call*, whose result replaces the original
+//! under the original call's name and id. So:
+//!
+//! - `BeforeAgent` → record `prompt`.
+//! - `AfterTool` of a prunable tool → prune the text of `llmContent` (minus
+//!   the `<untrusted_context>` wrapper the CLI put around it), keep the record
+//!   *and* the pruned body in the session, and answer a tail call to
+//!   `mcp_toolprune_omitted` with `{"id", "from": 0, "to": 0, "session",
+//!   "body": true}`: toolprune's MCP server returns that body (the arguments
+//!   never reach the model).
+//! - `AfterTool` of the model's own `mcp_toolprune_omitted` call → a tail
+//!   call to the same tool with the model's arguments + `session`, so the
+//!   model gets the dropped paragraphs with nothing appended (a `BeforeTool`
+//!   rewrite would append the CLI's "[System] Tool input parameters were
+//!   modified" line to the result).
+//! - `AfterTool` of a tail call (it carries `original_request_name`) → `{}`.
+//! - `SessionEnd` → drop the session's records (keep the counter).
+//! - Anything else, and every failure: `{}` (no change). Gemini CLI reads
+//!   stderr as the answer when stdout is empty, so stdout always has JSON.
+
+use serde_json::{json, Map, Value};
+
+use super::common::{is_our_omitted, Answer, Hook, Pass, SERVER_NAME};
+
+const OPEN: &str = "<untrusted_context>\n";
+const CLOSE: &str = "\n</untrusted_context>";
+
+/// The Gemini CLI adapter.
+pub fn handle(hook: &Hook<'_>) -> Answer {
+    match hook.name() {
+        "BeforeAgent" => hook.record_request(hook.str("prompt")).map(|()| None),
+        "AfterTool" => after_tool(hook),
+        "SessionEnd" => hook.end_session().map(|()| None),
+        _ => Ok(None),
+    }
+}
+
+/// The text the tool returned, from one `llmContent` part: the CLI wraps an
+/// MCP text block as `<untrusted_context>\n…\n</untrusted_context>` and
+/// escapes a literal closing tag inside it.
+pub fn unwrap_untrusted(text: &str) -> String {
+    match text.strip_prefix(OPEN).and_then(|t| t.strip_suffix(CLOSE)) {
+        Some(inner) => inner.replace("&lt;/untrusted_context&gt;", "</untrusted_context>"),
+        None => text.to_string(),
+    }
+}
+
+/// The result's text: every part of `llmContent` must be a text part (a
+/// result with an image or other part is not pruned), joined with `\n\n`; a
+/// string `llmContent` (built-in tools) is taken as it is.
+fn result_text(response: &Value) -> Result<String, Pass> {
+    if response.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(Pass::new("tool_failed"));
+    }
+    match response.get("llmContent") {
+        Some(Value::Array(parts)) if !parts.is_empty() => {
+            let texts: Option<Vec<String>> = parts
+                .iter()
+                .map(|p| {
+                    let only_text = p.as_object().is_some_and(|o| o.len() == 1);
+                    p.get("text").and_then(Value::as_str).filter(|_| only_text).map(unwrap_untrusted)
+                })
+                .collect();
+            texts.map(|t| t.join("\n\n")).ok_or_else(|| Pass::new("non_text"))
+        }
+        Some(Value::String(s)) => Ok(unwrap_untrusted(s)),
+        _ => Err(Pass::new("shape")),
+    }
+}
+
+fn tail_call(tool: &str, args: Map<String, Value>) -> Value {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "AfterTool",
+            "tailToolCallRequest": {"name": tool, "args": args},
+        }
+    })
+}
+
+fn after_tool(hook: &Hook<'_>) -> Answer {
+    if hook.event.get("original_request_name").is_some_and(|n| !n.is_null()) {
+        return Ok(None);
+    }
+    let tool = hook.str("tool_name").unwrap_or("");
+    if is_our_omitted(tool) {
+        let mut args = hook.event.get("tool_input").and_then(Value::as_object).cloned().unwrap_or_default();
+        args.remove("body");
+        args.insert("session".to_string(), Value::String(hook.token()?));
+        return Ok(Some(tail_call(tool, args)));
+    }
+    let text = result_text(&hook.event["tool_response"])?;
+    let pruned = hook.prune(tool, text, &|| None)?;
+    pruned.session.put_body(&pruned.id, &pruned.body).map_err(|_| Pass::new("store"))?;
+    let mut args = Map::new();
+    args.insert("id".to_string(), Value::String(pruned.id.clone()));
+    args.insert("from".to_string(), json!(0));
+    args.insert("to".to_string(), json!(0));
+    args.insert("session".to_string(), Value::String(hook.token()?));
+    args.insert("body".to_string(), Value::Bool(true));
+    Ok(Some(tail_call(&format!("mcp_{SERVER_NAME}_omitted"), args)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_untrusted_wrapper_comes_off_and_its_escape_is_undone() {
+        assert_eq!(unwrap_untrusted("<untrusted_context>\nA\n\nB\n</untrusted_context>"), "A\n\nB");
+        assert_eq!(
+            unwrap_untrusted("<untrusted_context>\nx &lt;/untrusted_context&gt; y\n</untrusted_context>"),
+            "x </untrusted_context> y"
+        );
+        assert_eq!(unwrap_untrusted("plain"), "plain");
+    }
+
+    #[test]
+    fn only_all_text_results_without_error_are_taken() {
+        let wrapped = |t: &str| json!({"text": format!("{OPEN}{t}{CLOSE}")});
+        assert_eq!(result_text(&json!({"llmContent": [wrapped("a"), wrapped("b")]})).unwrap(), "a\n\nb");
+        assert_eq!(result_text(&json!({"llmContent": "built-in text"})).unwrap(), "built-in text");
+        let image = json!({"inlineData": {"mimeType": "image/png", "data": "AAAA"}});
+        assert_eq!(result_text(&json!({"llmContent": [wrapped("a"), image]})), Err(Pass::new("non_text")));
+        assert_eq!(
+            result_text(&json!({"llmContent": "MCP tool 'fetch' reported tool error", "error": {"message": "x", "type": "mcp_tool_error"}})),
+            Err(Pass::new("tool_failed"))
+        );
+        assert_eq!(result_text(&json!({"returnDisplay": "x"})), Err(Pass::new("shape")));
+    }
+}

@@ -1,0 +1,1075 @@
+//! `toolprune install|uninstall|doctor claude-code|gemini|cursor
+//! [--user|--project]`: toolprune's hooks and its `omitted` MCP server in an
+//! agent's settings, together (pruning is never wired without the way back).
+//!
+//! | agent | scope | hooks | MCP server |
+//! |---|---|---|---|
+//! | Claude Code | user | `~/.claude/settings.json` (+ `permissions.allow`) | `~/.claude.json` `mcpServers.toolprune` |
+//! | Claude Code | project | `.claude/settings.json` (+ `permissions.allow`) | `.mcp.json` |
+//! | Gemini CLI | user / project | `~/.gemini/settings.json` / `.gemini/settings.json` (`mcpServers.toolprune` with `trust: true` in the same file) | |
+//! | Cursor | user / project | `~/.cursor/hooks.json` / `.cursor/hooks.json` | `~/.cursor/mcp.json` / `.cursor/mcp.json` |
+//!
+//! **Edits keep every other byte.** Files are edited as JSONC syntax trees
+//! (`jsonc-parser`'s CST: comments, spacing, key order and unicode stay as
+//! written); toolprune only appends array elements and object members. One
+//! exception: an object written on one line that receives a member becomes
+//! multi-line. A file that does not parse is refused with its error and
+//! nothing is written.
+//!
+//! **Exactly what was added.** Each edit is recorded in a manifest
+//! (`$XDG_CONFIG_HOME/toolprune/installed.json`, else
+//! `~/.config/toolprune/installed.json`): `uninstall` removes those elements
+//! and members (if still as written), the containers toolprune created if
+//! they are empty again, and a file it created if nothing else is left in
+//! it. Something already present before `install` is not recorded, so never
+//! removed. `install` is idempotent: a second run changes nothing; after a
+//! configuration change it replaces its own stale entries (e.g. the
+//! post-tool matcher, made from the prunable-tool globs).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
+use jsonc_parser::ParseOptions;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::hook::common::SERVER_NAME;
+use crate::hook::Agent;
+
+/// Where the entries go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The user's own settings (every project).
+    User,
+    /// The current directory's project settings (shared with the repository).
+    Project,
+}
+
+/// Claude Code's name of toolprune's tool (`mcp__<server>__<tool>`).
+pub fn claude_tool() -> String {
+    format!("mcp__{SERVER_NAME}__omitted")
+}
+
+/// Gemini CLI's name of toolprune's tool (`mcp_<server>_<tool>`).
+pub fn gemini_tool() -> String {
+    format!("mcp_{SERVER_NAME}_omitted")
+}
+
+/// The places and the program the entries name.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    /// `$HOME`.
+    pub home: PathBuf,
+    /// The project folder (the current directory).
+    pub project: PathBuf,
+    /// Where the manifest lives: `$XDG_CONFIG_HOME/toolprune`, else `~/.config/toolprune`.
+    pub config_dir: PathBuf,
+    /// The absolute path of this `toolprune` binary (what the hooks run).
+    pub binary: PathBuf,
+}
+
+impl Paths {
+    /// From the environment (`HOME`, `XDG_CONFIG_HOME`), the current
+    /// directory and the running executable. Errors: no `HOME`, no current
+    /// directory or executable path.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Paths, String> {
+        let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).ok_or("HOME is not set")?;
+        let config_dir = env("XDG_CONFIG_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".config"))
+            .join("toolprune");
+        let project = std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?;
+        let binary = std::env::current_exe()
+            .and_then(|p| p.canonicalize())
+            .map_err(|e| format!("the path of this toolprune binary: {e}"))?;
+        Ok(Paths { home, project, config_dir, binary })
+    }
+
+    /// `installed.json`.
+    pub fn manifest(&self) -> PathBuf {
+        self.config_dir.join("installed.json")
+    }
+}
+
+/// A program path as one shell word (quoted only when needed).
+pub fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%=,".contains(&b)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// The tool-name globs (`*`, `?`) as one anchored regular expression, as
+/// Claude Code and Gemini CLI read a hook matcher (an unanchored regex
+/// search, not a glob: tests/e2e/FACTS*.md): `^(g1|g2|…)$`, with `extra`
+/// exact names added.
+pub fn matcher(globs: &[String], extra: &[String]) -> String {
+    let mut alternatives: Vec<String> = Vec::new();
+    for glob in globs.iter().map(|g| g.trim()).filter(|g| !g.is_empty()) {
+        let mut re = String::new();
+        for c in glob.chars() {
+            match c {
+                '*' => re.push_str(".*"),
+                '?' => re.push('.'),
+                c if "\\^$.|+()[]{}/".contains(c) => {
+                    re.push('\\');
+                    re.push(c);
+                }
+                c => re.push(c),
+            }
+        }
+        alternatives.push(re);
+    }
+    for name in extra {
+        alternatives.push(name.replace('.', "\\."));
+    }
+    alternatives.dedup();
+    format!("^({})$", alternatives.join("|"))
+}
+
+/// One change toolprune makes in a settings file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Edit {
+    /// Append `value` to the array at `path` (objects and the array created if missing).
+    Append { path: Vec<String>, value: Value },
+    /// Add the member `key` = `value` to the object at `path` (created if missing).
+    Member { path: Vec<String>, key: String, value: Value },
+}
+
+impl Edit {
+    fn append(path: &[&str], value: Value) -> Edit {
+        Edit::Append { path: path.iter().map(|s| s.to_string()).collect(), value }
+    }
+    fn member(path: &[&str], key: &str, value: Value) -> Edit {
+        Edit::Member { path: path.iter().map(|s| s.to_string()).collect(), key: key.to_string(), value }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Edit::Append { path, value } => format!("{} += {}", path.join("."), value),
+            Edit::Member { path, key, value } => {
+                let mut full = path.clone();
+                full.push(key.clone());
+                format!("{} = {}", full.join("."), value)
+            }
+        }
+    }
+}
+
+/// The edits of one file.
+#[derive(Clone, Debug)]
+pub struct FilePlan {
+    pub path: PathBuf,
+    pub edits: Vec<Edit>,
+}
+
+/// What `install` writes for `agent` in `scope`. `prunable` are the
+/// configuration's tool-name globs (the post-tool matcher).
+pub fn plan(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String]) -> Vec<FilePlan> {
+    let bin = paths.binary.to_string_lossy().into_owned();
+    let command = format!("{} hook {}", shell_word(&bin), agent.label());
+    let base = match scope {
+        Scope::User => paths.home.clone(),
+        Scope::Project => paths.project.clone(),
+    };
+    match agent {
+        Agent::ClaudeCode => {
+            let hook = |extra: Option<(&str, Value)>| {
+                let mut h = json!({"type": "command", "command": command});
+                if let Some((k, v)) = extra {
+                    h[k] = v;
+                }
+                h
+            };
+            let settings = FilePlan {
+                path: base.join(".claude").join("settings.json"),
+                edits: vec![
+                    Edit::append(&["hooks", "UserPromptSubmit"], json!({"hooks": [hook(None)]})),
+                    Edit::append(&["hooks", "PreToolUse"], json!({"matcher": claude_tool(), "hooks": [hook(None)]})),
+                    Edit::append(
+                        &["hooks", "PostToolUse"],
+                        json!({"matcher": matcher(prunable, &[]), "hooks": [hook(Some(("timeout", json!(30))))]}),
+                    ),
+                    Edit::append(&["hooks", "SessionEnd"], json!({"hooks": [hook(Some(("timeout", json!(10))))]})),
+                    Edit::append(&["permissions", "allow"], json!(claude_tool())),
+                ],
+            };
+            let server = json!({"type": "stdio", "command": bin, "args": ["mcp"]});
+            let mcp = match scope {
+                Scope::User => FilePlan { path: paths.home.join(".claude.json"), edits: vec![Edit::member(&["mcpServers"], SERVER_NAME, server)] },
+                Scope::Project => FilePlan { path: paths.project.join(".mcp.json"), edits: vec![Edit::member(&["mcpServers"], SERVER_NAME, server)] },
+            };
+            vec![settings, mcp]
+        }
+        Agent::Gemini => {
+            let hook = |timeout: u64| json!({"type": "command", "command": command, "name": "toolprune", "timeout": timeout});
+            vec![FilePlan {
+                path: base.join(".gemini").join("settings.json"),
+                edits: vec![
+                    Edit::append(&["hooks", "BeforeAgent"], json!({"hooks": [hook(10_000)]})),
+                    Edit::append(
+                        &["hooks", "AfterTool"],
+                        json!({"matcher": matcher(prunable, &[gemini_tool()]), "hooks": [hook(30_000)]}),
+                    ),
+                    Edit::append(&["hooks", "SessionEnd"], json!({"hooks": [hook(10_000)]})),
+                    Edit::member(&["mcpServers"], SERVER_NAME, json!({"command": bin, "args": ["mcp"], "trust": true})),
+                ],
+            }]
+        }
+        Agent::Cursor => {
+            let dir = base.join(".cursor");
+            vec![
+                FilePlan {
+                    path: dir.join("hooks.json"),
+                    edits: vec![
+                        Edit::member(&[], "version", json!(1)),
+                        Edit::append(&["hooks", "beforeSubmitPrompt"], json!({"command": command, "type": "command", "timeout": 10})),
+                        Edit::append(&["hooks", "postToolUse"], json!({"command": command, "type": "command", "timeout": 30})),
+                        Edit::append(&["hooks", "sessionEnd"], json!({"command": command, "type": "command", "timeout": 10})),
+                    ],
+                },
+                FilePlan { path: dir.join("mcp.json"), edits: vec![Edit::member(&["mcpServers"], SERVER_NAME, json!({"command": bin, "args": ["mcp"]}))] },
+            ]
+        }
+    }
+}
+
+/// What the manifest remembers of one file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub agent: String,
+    pub scope: String,
+    /// toolprune created the file.
+    pub created_file: bool,
+    /// Objects and arrays toolprune created (paths), removed again when empty.
+    pub created: Vec<Vec<String>>,
+    /// The edits toolprune made (and nothing that was there before).
+    pub edits: Vec<Edit>,
+    /// Containers written on one line that received an entry (jsonc-parser
+    /// makes them multi-line): their path and original text, put back by
+    /// `uninstall` when they hold the same value again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restore: Vec<(Vec<String>, String)>,
+}
+
+/// `installed.json`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    pub version: u32,
+    /// By absolute file path.
+    pub files: BTreeMap<String, FileRecord>,
+}
+
+impl Manifest {
+    /// The manifest at `path` (empty when missing). Errors: unreadable or corrupt.
+    pub fn load(path: &Path) -> Result<Manifest, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is corrupt: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Manifest { version: 1, files: BTreeMap::new() }),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    fn save(&self, path: &Path) -> Result<(), String> {
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        text.push('\n');
+        write_file(path, &text)
+    }
+}
+
+fn parse_options() -> ParseOptions {
+    ParseOptions::default()
+}
+
+/// Parses a settings file's text (JSON with comments and trailing commas).
+fn parse(path: &Path, text: &str) -> Result<CstRootNode, String> {
+    let root = CstRootNode::parse(text, &parse_options()).map_err(|e| format!("{} does not parse: {e}; nothing was changed", path.display()))?;
+    match root.value() {
+        None => Ok(root),
+        Some(CstNode::Container(c)) if c.as_object().is_some() => Ok(root),
+        Some(_) => Err(format!("{} is not a JSON object; nothing was changed", path.display())),
+    }
+}
+
+/// The order keys are written in (toolprune's own values; a serde_json map is sorted).
+fn key_rank(key: &str) -> usize {
+    ["type", "name", "matcher", "command", "args", "timeout", "trust", "hooks"].iter().position(|k| *k == key).unwrap_or(100)
+}
+
+fn to_input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(to_input).collect()),
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_by_key(|(k, _)| (key_rank(k), (*k).clone()));
+            CstInputValue::Object(members.into_iter().map(|(k, v)| (k.clone(), to_input(v))).collect())
+        }
+    }
+}
+
+/// The object at `path` (none when a step is missing or not an object).
+fn object_at(root: &CstRootNode, path: &[String]) -> Option<CstObject> {
+    let mut object = root.object_value()?;
+    for key in path {
+        object = object.object_value(key)?;
+    }
+    Some(object)
+}
+
+fn array_at(root: &CstRootNode, path: &[String]) -> Option<CstArray> {
+    let (last, parents) = path.split_last()?;
+    object_at(root, parents)?.array_value(last)
+}
+
+/// The object at `path`, creating missing objects (their paths go to `created`).
+fn object_or_create(root: &CstRootNode, path: &[String], created: &mut Vec<Vec<String>>) -> Result<CstObject, String> {
+    if root.value().is_none() {
+        created.push(Vec::new());
+    }
+    let mut object = root.object_value_or_create().ok_or("the file is not a JSON object")?;
+    for (i, key) in path.iter().enumerate() {
+        object = match object.get(key) {
+            Some(prop) => prop.object_value().ok_or_else(|| format!("{} is not an object", path[..=i].join(".")))?,
+            None => {
+                created.push(path[..=i].to_vec());
+                object.append(key, CstInputValue::Object(Vec::new())).object_value().ok_or("cannot create an object")?
+            }
+        };
+    }
+    Ok(object)
+}
+
+/// The byte span of the value at `path` (object keys) in `text`.
+fn span_at(text: &str, path: &[String]) -> Option<(usize, usize)> {
+    use jsonc_parser::common::Ranged as _;
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &parse_options()).ok()?;
+    let mut value = parsed.value.as_ref()?;
+    for key in path {
+        match value {
+            jsonc_parser::ast::Value::Object(object) => value = &object.get(key)?.value,
+            _ => return None,
+        }
+    }
+    let range = value.range();
+    Some((range.start, range.end))
+}
+
+fn serde_of(text: &str) -> Option<Value> {
+    CstRootNode::parse(text, &parse_options()).ok()?.value()?.to_serde_value()
+}
+
+/// The container that `edit` adds to: the array it appends to, or the
+/// deepest existing object on its path (which gets a new member).
+fn receiving_container(root: &CstRootNode, edit: &Edit) -> Vec<String> {
+    let (path, is_array) = match edit {
+        Edit::Append { path, .. } => (path.as_slice(), true),
+        Edit::Member { path, .. } => (path.as_slice(), false),
+    };
+    if is_array && array_at(root, path).is_some() {
+        return path.to_vec();
+    }
+    let objects = if is_array { &path[..path.len().saturating_sub(1)] } else { path };
+    let mut deepest = Vec::new();
+    for (i, _) in objects.iter().enumerate() {
+        if object_at(root, &objects[..=i]).is_none() {
+            break;
+        }
+        deepest = objects[..=i].to_vec();
+    }
+    deepest
+}
+
+/// Remembers the text of the container `edit` adds to, and of each
+/// container around it, when written on one line (jsonc-parser makes a
+/// container that receives an entry multi-line, and that can spread outward).
+fn remember_one_line(root: &CstRootNode, edit: &Edit, record: &mut FileRecord) {
+    let path = receiving_container(root, edit);
+    let text = root.to_string();
+    for depth in 0..=path.len() {
+        let prefix = &path[..depth];
+        if record.restore.iter().any(|(p, _)| p == prefix) {
+            continue;
+        }
+        let Some((start, end)) = span_at(&text, prefix) else { continue };
+        let original = &text[start..end];
+        if !original.contains('\n') {
+            record.restore.push((prefix.to_vec(), original.to_string()));
+        }
+    }
+}
+
+/// Puts back one-line containers that hold their original value again.
+fn restore_one_line(text: String, restore: &[(Vec<String>, String)]) -> String {
+    let mut entries: Vec<&(Vec<String>, String)> = restore.iter().collect();
+    entries.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    let mut text = text;
+    for (path, original) in entries {
+        let Some((start, end)) = span_at(&text, path) else { continue };
+        if serde_of(&text[start..end]).is_some() && serde_of(&text[start..end]) == serde_of(original) {
+            text.replace_range(start..end, original);
+        }
+    }
+    text
+}
+
+/// Whether `edit` is present in `root` as written.
+fn present(root: &CstRootNode, edit: &Edit) -> bool {
+    match edit {
+        Edit::Append { path, value } => {
+            array_at(root, path).is_some_and(|a| a.elements().iter().any(|e| e.to_serde_value().as_ref() == Some(value)))
+        }
+        Edit::Member { path, key, value } => {
+            object_at(root, path).and_then(|o| o.get(key)).and_then(|p| p.value()).and_then(|v| v.to_serde_value()).as_ref() == Some(value)
+        }
+    }
+}
+
+/// Removes `edit` from `root` if present as written; whether it was.
+fn remove(root: &CstRootNode, edit: &Edit) -> bool {
+    match edit {
+        Edit::Append { path, value } => {
+            let Some(array) = array_at(root, path) else { return false };
+            match array.elements().into_iter().find(|e| e.to_serde_value().as_ref() == Some(value)) {
+                Some(element) => {
+                    element.remove();
+                    true
+                }
+                None => false,
+            }
+        }
+        Edit::Member { path, key, value } => match object_at(root, path).and_then(|o| o.get(key)) {
+            Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(value) => {
+                prop.remove();
+                true
+            }
+            _ => false,
+        },
+    }
+}
+
+/// Applies `edit` (absent by now). `Err` for a member that exists with
+/// another value (the user's: left alone).
+fn apply(root: &CstRootNode, edit: &Edit, created: &mut Vec<Vec<String>>) -> Result<(), String> {
+    match edit {
+        Edit::Append { path, value } => {
+            let (last, parents) = path.split_last().ok_or("empty path")?;
+            let object = object_or_create(root, parents, created)?;
+            let array = match object.get(last) {
+                Some(prop) => prop.array_value().ok_or_else(|| format!("{} is not an array", path.join(".")))?,
+                None => {
+                    created.push(path.clone());
+                    object.append(last, CstInputValue::Array(Vec::new())).array_value().ok_or("cannot create an array")?
+                }
+            };
+            array.append(to_input(value));
+            Ok(())
+        }
+        Edit::Member { path, key, value } => {
+            let object = object_or_create(root, path, created)?;
+            if object.get(key).is_some() {
+                let mut full = path.clone();
+                full.push(key.clone());
+                return Err(format!("{} is already set to something else; left as it is", full.join(".")));
+            }
+            object.append(key, to_input(value));
+            Ok(())
+        }
+    }
+}
+
+/// Removes the containers toolprune created that are empty again, deepest first.
+fn remove_empty(root: &CstRootNode, created: &[Vec<String>]) {
+    let mut paths: Vec<&Vec<String>> = created.iter().filter(|p| !p.is_empty()).collect();
+    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for path in paths {
+        let (last, parents) = path.split_last().expect("not empty");
+        let Some(parent) = object_at(root, parents) else { continue };
+        let Some(prop) = parent.get(last) else { continue };
+        let empty = match prop.value() {
+            Some(CstNode::Container(c)) => c.as_object().map(|o| o.properties().is_empty()).or_else(|| c.as_array().map(|a| a.elements().is_empty())),
+            _ => None,
+        };
+        if empty == Some(true) {
+            prop.remove();
+        }
+    }
+}
+
+fn root_is_empty(root: &CstRootNode) -> bool {
+    match root.value() {
+        None => true,
+        Some(CstNode::Container(c)) => c.as_object().is_some_and(|o| o.properties().is_empty()),
+        Some(_) => false,
+    }
+}
+
+/// Writes `path` atomically (a temporary file, then a rename), creating its
+/// folder, keeping an existing file's permissions (else 0644; the manifest 0600).
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    let dir = path.parent().ok_or("no parent folder")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join(format!(".{}.toolprune.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("settings")));
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+/// A file's new text and record, computed before anything is written.
+struct Change {
+    path: PathBuf,
+    before: Option<String>,
+    after: Option<String>,
+    record: Option<FileRecord>,
+    notes: Vec<String>,
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+fn scope_name(scope: Scope) -> String {
+    match scope {
+        Scope::User => "user".into(),
+        Scope::Project => "project".into(),
+    }
+}
+
+fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: Scope) -> Result<Change, String> {
+    let before = read_optional(&file.path)?;
+    let root = parse(&file.path, before.as_deref().unwrap_or(""))?;
+    let mut record = old.cloned().unwrap_or_else(|| FileRecord {
+        agent: agent.label().to_string(),
+        scope: scope_name(scope),
+        created_file: before.is_none(),
+        ..FileRecord::default()
+    });
+    let mut notes = Vec::new();
+    // Our own entries that the plan no longer has (an old matcher, a moved binary): out.
+    let stale: Vec<Edit> = record.edits.iter().filter(|e| !file.edits.contains(e)).cloned().collect();
+    for edit in &stale {
+        if remove(&root, edit) {
+            notes.push(format!("replaced {}", edit.describe()));
+        }
+    }
+    record.edits.retain(|e| file.edits.contains(e));
+    for edit in &file.edits {
+        if present(&root, edit) {
+            continue;
+        }
+        let mut created = Vec::new();
+        let mut restore = record.clone();
+        remember_one_line(&root, edit, &mut restore);
+        match apply(&root, edit, &mut created) {
+            Ok(()) => {
+                record.restore = restore.restore;
+                if !record.edits.contains(edit) {
+                    record.edits.push(edit.clone());
+                }
+                for path in created {
+                    if !record.created.contains(&path) {
+                        record.created.push(path);
+                    }
+                }
+                notes.push(format!("added {}", edit.describe()));
+            }
+            Err(message) => notes.push(format!("warning: {message}")),
+        }
+    }
+    let after = root.to_string();
+    let after = if before.as_deref() == Some(after.as_str()) {
+        before.clone()
+    } else if before.is_none() && !after.ends_with('\n') {
+        Some(format!("{after}\n"))
+    } else {
+        Some(after)
+    };
+    Ok(Change { path: file.path.clone(), before, after, record: Some(record), notes })
+}
+
+fn uninstall_file(path: &Path, record: &FileRecord) -> Result<Change, String> {
+    let before = read_optional(path)?;
+    let Some(text) = before.clone() else {
+        return Ok(Change { path: path.to_path_buf(), before: None, after: None, record: None, notes: vec!["already gone".into()] });
+    };
+    let root = parse(path, &text)?;
+    let mut notes = Vec::new();
+    for edit in &record.edits {
+        if remove(&root, edit) {
+            notes.push(format!("removed {}", edit.describe()));
+        } else if !present(&root, edit) {
+            notes.push(format!("not found (changed or removed since): {}", edit.describe()));
+        }
+    }
+    remove_empty(&root, &record.created);
+    let after = if record.created_file && root_is_empty(&root) { None } else { Some(restore_one_line(root.to_string(), &record.restore)) };
+    if after.is_none() {
+        notes.push("deleted the file toolprune had created".into());
+    }
+    Ok(Change { path: path.to_path_buf(), before, after, record: None, notes })
+}
+
+/// The report of an install or uninstall, for the terminal.
+#[derive(Debug)]
+pub struct Report {
+    pub text: String,
+    pub changed: bool,
+}
+
+fn commit(changes: &[Change], manifest: &mut Manifest, manifest_path: &Path, dry_run: bool) -> Result<Report, String> {
+    let mut text = String::new();
+    let mut changed = false;
+    for change in changes {
+        let differs = change.before != change.after;
+        changed |= differs;
+        let _ = writeln!(text, "{}{}", change.path.display(), if differs { "" } else { ": unchanged" });
+        for note in &change.notes {
+            let _ = writeln!(text, "  {note}");
+        }
+    }
+    if dry_run {
+        text.push_str("(dry run: nothing written)\n");
+        return Ok(Report { text, changed });
+    }
+    for change in changes {
+        if change.before != change.after {
+            match &change.after {
+                Some(after) => write_file(&change.path, after)?,
+                None => std::fs::remove_file(&change.path).map_err(|e| format!("cannot delete {}: {e}", change.path.display()))?,
+            }
+        }
+        let key = change.path.to_string_lossy().into_owned();
+        match &change.record {
+            Some(record) if !record.edits.is_empty() => {
+                manifest.files.insert(key, record.clone());
+            }
+            _ => {
+                manifest.files.remove(&key);
+            }
+        }
+    }
+    manifest.version = 1;
+    if manifest.files.is_empty() {
+        if manifest_path.exists() {
+            std::fs::remove_file(manifest_path).map_err(|e| format!("cannot delete {}: {e}", manifest_path.display()))?;
+        }
+    } else {
+        manifest.save(manifest_path)?;
+    }
+    Ok(Report { text, changed })
+}
+
+/// `toolprune install AGENT`: adds the hooks and the MCP server (see the
+/// module). Errors: a settings file or the manifest does not parse (nothing
+/// written), or a file cannot be written.
+pub fn install(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String], dry_run: bool) -> Result<Report, String> {
+    let mut manifest = Manifest::load(&paths.manifest())?;
+    let changes: Vec<Change> = plan(agent, scope, paths, prunable)
+        .iter()
+        .map(|file| install_file(file, manifest.files.get(&*file.path.to_string_lossy()), agent, scope))
+        .collect::<Result<_, _>>()?;
+    commit(&changes, &mut manifest, &paths.manifest(), dry_run)
+}
+
+/// `toolprune uninstall AGENT`: removes exactly what `install` recorded for
+/// this agent and scope. Errors as [`install`].
+pub fn uninstall(agent: Agent, scope: Scope, paths: &Paths, dry_run: bool) -> Result<Report, String> {
+    let mut manifest = Manifest::load(&paths.manifest())?;
+    let ours: Vec<(String, FileRecord)> = manifest
+        .files
+        .iter()
+        .filter(|(_, r)| r.agent == agent.label() && r.scope == scope_name(scope))
+        .map(|(k, r)| (k.clone(), r.clone()))
+        .collect();
+    if ours.is_empty() {
+        return Ok(Report { text: format!("toolprune is not installed for {} ({} scope)\n", agent.label(), scope_name(scope)), changed: false });
+    }
+    let changes: Vec<Change> = ours.iter().map(|(path, record)| uninstall_file(Path::new(path), record)).collect::<Result<_, _>>()?;
+    commit(&changes, &mut manifest, &paths.manifest(), dry_run)
+}
+
+/// One line of `doctor`'s report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub ok: bool,
+    pub what: String,
+}
+
+/// The program a hook command runs (its first shell word, unquoted).
+fn program_of(command: &str) -> String {
+    let command = command.trim();
+    if let Some(rest) = command.strip_prefix('\'') {
+        let mut out = String::new();
+        let mut rest = rest;
+        loop {
+            match rest.find('\'') {
+                Some(i) => {
+                    out.push_str(&rest[..i]);
+                    rest = &rest[i + 1..];
+                    if let Some(r) = rest.strip_prefix("\\''") {
+                        out.push('\'');
+                        rest = r;
+                    } else {
+                        return out;
+                    }
+                }
+                None => return out + rest,
+            }
+        }
+    }
+    command.split_whitespace().next().unwrap_or("").to_string()
+}
+
+fn executable(path: &str) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        Path::new(path).is_file()
+    }
+}
+
+/// Checks the settings of `agent` in `scope` against what `install` writes:
+/// each hook entry present with the expected matcher and a command that runs
+/// an existing `toolprune … hook AGENT`, the MCP server registered with an
+/// existing binary and `mcp`, Claude Code's permission entry.
+pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String]) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for file in plan(agent, scope, paths, prunable) {
+        let text = match read_optional(&file.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                checks.push(Check { ok: false, what: format!("{} is missing", file.path.display()) });
+                continue;
+            }
+            Err(e) => {
+                checks.push(Check { ok: false, what: e });
+                continue;
+            }
+        };
+        let root = match parse(&file.path, &text) {
+            Ok(root) => root,
+            Err(e) => {
+                checks.push(Check { ok: false, what: e });
+                continue;
+            }
+        };
+        for edit in &file.edits {
+            let (ok, what) = match edit {
+                Edit::Append { path, value } if value.get("hooks").is_some() || value.get("command").is_some() => {
+                    let elements = array_at(&root, path).map(|a| a.elements()).unwrap_or_default();
+                    let ours = elements.iter().filter_map(|e| e.to_serde_value()).find(|e| {
+                        let commands: Vec<String> = match e.get("hooks").and_then(Value::as_array) {
+                            Some(hooks) => hooks.iter().filter_map(|h| h.get("command").and_then(Value::as_str)).map(String::from).collect(),
+                            None => e.get("command").and_then(Value::as_str).map(String::from).into_iter().collect(),
+                        };
+                        commands.iter().any(|c| c.trim_end().ends_with(&format!("hook {}", agent.label())))
+                    });
+                    match ours {
+                        None => (false, format!("{}: no toolprune hook in {}", file.path.display(), path.join("."))),
+                        Some(entry) => {
+                            let command = entry
+                                .get("hooks")
+                                .and_then(|h| h.get(0))
+                                .unwrap_or(&entry)
+                                .get("command")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string();
+                            let program = program_of(&command);
+                            if !executable(&program) {
+                                (false, format!("{}: the {} hook runs {program}, which does not exist", file.path.display(), path.join(".")))
+                            } else if entry.get("matcher") != value.get("matcher") {
+                                (
+                                    false,
+                                    format!(
+                                        "{}: the {} matcher is {} but the configuration needs {} (run toolprune install {} again)",
+                                        file.path.display(),
+                                        path.join("."),
+                                        entry.get("matcher").unwrap_or(&Value::Null),
+                                        value.get("matcher").unwrap_or(&Value::Null),
+                                        agent.label()
+                                    ),
+                                )
+                            } else {
+                                (true, format!("{}: {} hook → {program}", file.path.display(), path.join(".")))
+                            }
+                        }
+                    }
+                }
+                Edit::Member { path, key, value } if value.get("command").is_some() => {
+                    let found = object_at(&root, path).and_then(|o| o.get(key)).and_then(|p| p.value()).and_then(|v| v.to_serde_value());
+                    match found {
+                        None => (false, format!("{}: no MCP server {key}", file.path.display())),
+                        Some(server) => {
+                            let program = server.get("command").and_then(Value::as_str).unwrap_or("").to_string();
+                            if server.get("args") != Some(&json!(["mcp"])) || !executable(&program) {
+                                (false, format!("{}: MCP server {key} does not run an existing `toolprune mcp` ({server})", file.path.display()))
+                            } else if value.get("trust").is_some() && server.get("trust") != value.get("trust") {
+                                (false, format!("{}: MCP server {key} needs \"trust\": true (headless runs never offer the tool otherwise)", file.path.display()))
+                            } else {
+                                (true, format!("{}: MCP server {key} → {program} mcp", file.path.display()))
+                            }
+                        }
+                    }
+                }
+                other => {
+                    let ok = present(&root, other);
+                    (ok, format!("{}: {}{}", file.path.display(), other.describe(), if ok { "" } else { " is missing" }))
+                }
+            };
+            checks.push(Check { ok, what });
+        }
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(dir: &Path) -> Paths {
+        Paths {
+            home: dir.join("home"),
+            project: dir.join("project"),
+            config_dir: dir.join("home/.config/toolprune"),
+            binary: PathBuf::from("/opt/tool prune/bin/toolprune"),
+        }
+    }
+
+    fn globs() -> Vec<String> {
+        vec!["mcp__*__fetch".into(), "WebFetch".into(), "a.b?".into()]
+    }
+
+    const ORIGINAL: &str = "{\n  // the user's comment\n    \"model\" :  \"opus\",\t\"hooks\": {\"Stop\": [ ]},\n  \"permissions\": {\"allow\": [\"Bash(ls)\"], \"deny\": []},\n  \"greeting\": \"こんにちは ✓ \\u00e9\"\n}";
+
+    /// Everything on one line, with containers toolprune adds to.
+    const ONE_LINE: &str = r#"{"hooks": {"PostToolUse": [{"matcher": "x", "hooks": []}], "BeforeAgent": [ ]}, "mcpServers": {"x": {"command": "y"}}, "permissions": {"allow": ["Read"]}}"#;
+
+    #[test]
+    fn globs_become_one_anchored_regex() {
+        assert_eq!(matcher(&globs(), &[]), "^(mcp__.*__fetch|WebFetch|a\\.b.)$");
+        assert_eq!(matcher(&["fetch".into()], &["mcp_toolprune_omitted".into()]), "^(fetch|mcp_toolprune_omitted)$");
+    }
+
+    #[test]
+    fn program_paths_are_one_shell_word() {
+        assert_eq!(shell_word("/usr/bin/toolprune"), "/usr/bin/toolprune");
+        assert_eq!(shell_word("/opt/tool prune/it's"), "'/opt/tool prune/it'\\''s'");
+        assert_eq!(program_of("'/opt/tool prune/it'\\''s' hook gemini"), "/opt/tool prune/it's");
+        assert_eq!(program_of("/usr/bin/toolprune hook gemini"), "/usr/bin/toolprune");
+    }
+
+    fn round_trip(agent: Agent, scope: Scope, original: Option<&str>) {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let files = plan(agent, scope, &paths, &globs());
+        for file in &files {
+            if let Some(text) = original {
+                std::fs::create_dir_all(file.path.parent().unwrap()).unwrap();
+                std::fs::write(&file.path, text).unwrap();
+            }
+        }
+        let first = install(agent, scope, &paths, &globs(), false).unwrap();
+        assert!(first.changed);
+        let installed: Vec<Option<String>> = files.iter().map(|f| std::fs::read_to_string(&f.path).ok()).collect();
+        for (file, text) in files.iter().zip(&installed) {
+            let text = text.as_ref().expect("written");
+            for edit in &file.edits {
+                assert!(present(&parse(&file.path, text).unwrap(), edit), "{}: {}", file.path.display(), edit.describe());
+            }
+            if original.is_some_and(|o| o.contains("// the user's comment")) {
+                assert!(text.contains("// the user's comment") && text.contains("\"model\" :  \"opus\",\t") && text.contains("こんにちは ✓ \\u00e9"));
+            }
+        }
+        let second = install(agent, scope, &paths, &globs(), false).unwrap();
+        assert!(!second.changed, "a second install changes nothing:\n{}", second.text);
+        let again: Vec<Option<String>> = files.iter().map(|f| std::fs::read_to_string(&f.path).ok()).collect();
+        assert_eq!(installed, again);
+        let removed = uninstall(agent, scope, &paths, false).unwrap();
+        assert!(removed.changed);
+        for file in &files {
+            match original {
+                Some(text) => assert_eq!(std::fs::read_to_string(&file.path).unwrap(), text, "{}", file.path.display()),
+                None => assert!(!file.path.exists(), "{} was created by install and removed", file.path.display()),
+            }
+        }
+        assert!(!paths.manifest().exists(), "nothing left to remember");
+    }
+
+    #[test]
+    fn install_then_uninstall_gives_the_original_bytes_for_every_agent_and_scope() {
+        for agent in [Agent::ClaudeCode, Agent::Gemini, Agent::Cursor] {
+            for scope in [Scope::User, Scope::Project] {
+                round_trip(agent, scope, Some(ORIGINAL));
+                round_trip(agent, scope, Some(&format!("{ORIGINAL}\n")));
+                round_trip(agent, scope, Some("{}"));
+                round_trip(agent, scope, Some("{\r\n  \"a\": 1\r\n}\r\n"));
+                round_trip(agent, scope, Some(ONE_LINE));
+                round_trip(agent, scope, None);
+            }
+        }
+    }
+
+    #[test]
+    fn an_entry_the_user_had_before_is_never_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let settings = paths.home.join(".claude/settings.json");
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        let text = "{\n  \"permissions\": {\n    \"allow\": [\"mcp__toolprune__omitted\"]\n  }\n}\n";
+        std::fs::write(&settings, text).unwrap();
+        install(Agent::ClaudeCode, Scope::User, &paths, &globs(), false).unwrap();
+        let manifest = Manifest::load(&paths.manifest()).unwrap();
+        let record = &manifest.files[&*settings.to_string_lossy()];
+        assert!(!record.edits.iter().any(|e| matches!(e, Edit::Append { path, .. } if path[0] == "permissions")));
+        uninstall(Agent::ClaudeCode, Scope::User, &paths, false).unwrap();
+        assert_eq!(std::fs::read_to_string(&settings).unwrap(), text);
+    }
+
+    #[test]
+    fn the_users_later_edits_stay_after_uninstall() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        install(Agent::Gemini, Scope::User, &paths, &globs(), false).unwrap();
+        let settings = paths.home.join(".gemini/settings.json");
+        let text = std::fs::read_to_string(&settings).unwrap();
+        let edited = text.replacen("{", "{\n  \"theme\": \"dark\",", 1);
+        std::fs::write(&settings, &edited).unwrap();
+        uninstall(Agent::Gemini, Scope::User, &paths, false).unwrap();
+        let after: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+        assert_eq!(after, json!({"theme": "dark"}));
+    }
+
+    #[test]
+    fn a_new_configuration_replaces_the_stale_matcher_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        install(Agent::ClaudeCode, Scope::User, &paths, &globs(), false).unwrap();
+        let report = install(Agent::ClaudeCode, Scope::User, &paths, &["mcp__docs__*".to_string()], false).unwrap();
+        assert!(report.changed);
+        let settings: Value = serde_json::from_str(&std::fs::read_to_string(paths.home.join(".claude/settings.json")).unwrap()).unwrap();
+        let post = settings["hooks"]["PostToolUse"].as_array().unwrap();
+        assert_eq!(post.len(), 1);
+        assert_eq!(post[0]["matcher"], "^(mcp__docs__.*)$");
+        uninstall(Agent::ClaudeCode, Scope::User, &paths, false).unwrap();
+        assert!(!paths.home.join(".claude/settings.json").exists());
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_refused_and_nothing_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let mcp = paths.home.join(".claude.json");
+        std::fs::create_dir_all(&paths.home).unwrap();
+        std::fs::write(&mcp, "{ \"mcpServers\": ").unwrap();
+        let e = install(Agent::ClaudeCode, Scope::User, &paths, &globs(), false).unwrap_err();
+        assert!(e.contains("does not parse") && e.contains("nothing was changed"), "{e}");
+        assert!(!paths.home.join(".claude/settings.json").exists(), "not even the file that parses");
+        assert_eq!(std::fs::read_to_string(&mcp).unwrap(), "{ \"mcpServers\": ");
+    }
+
+    #[test]
+    fn a_server_of_the_same_name_that_is_not_ours_is_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let mcp = paths.project.join(".mcp.json");
+        std::fs::create_dir_all(&paths.project).unwrap();
+        let text = "{\"mcpServers\": {\"toolprune\": {\"command\": \"elsewhere\"}}}";
+        std::fs::write(&mcp, text).unwrap();
+        let report = install(Agent::ClaudeCode, Scope::Project, &paths, &globs(), false).unwrap();
+        assert!(report.text.contains("already set to something else"), "{}", report.text);
+        assert_eq!(std::fs::read_to_string(&mcp).unwrap(), text);
+    }
+
+    #[test]
+    fn a_dry_run_writes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let report = install(Agent::Cursor, Scope::User, &paths, &globs(), true).unwrap();
+        assert!(report.changed && report.text.contains("dry run"));
+        assert!(!paths.home.join(".cursor").exists() && !paths.manifest().exists());
+    }
+}
+
+/// `toolprune doctor AGENT`: the settings ([`check_settings`]), then the
+/// component (loads, disk cache), the configuration (resolves), and the
+/// store root (private and writable). Returns the report and whether every
+/// check passed.
+pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
+    let mut checks = Vec::new();
+    let pruner = toolprune::Pruner::shared();
+    let config = match &pruner {
+        Ok(pruner) => {
+            checks.push(Check { ok: true, what: format!("the component loads (contract {})", pruner.version()) });
+            match toolprune::CacheDir::Default.path() {
+                Some(dir) if std::fs::read_dir(&dir).is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm")))) => {
+                    checks.push(Check { ok: true, what: format!("compiled component cached in {}", dir.display()) })
+                }
+                Some(dir) => checks.push(Check { ok: false, what: format!("no compiled component in {} (every hook compiles it: slow)", dir.display()) }),
+                None => checks.push(Check { ok: false, what: "no cache folder (HOME unset): every hook compiles the component".into() }),
+            }
+            match pruner.configuration(env) {
+                Ok(config) => {
+                    checks.push(Check { ok: true, what: format!("configuration resolves (enabled={}, prunable={:?})", config.enabled, config.prunable) });
+                    Some(config)
+                }
+                Err(e) => {
+                    checks.push(Check { ok: false, what: format!("configuration: {e} (hooks pass everything unchanged)") });
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            checks.push(Check { ok: false, what: format!("the component does not load: {e:#}") });
+            None
+        }
+    };
+    let prunable = config.as_ref().map(|c| c.prunable.clone()).unwrap_or_default();
+    checks.extend(check_settings(agent, scope, paths, &prunable));
+    match crate::store::Root::from_env(env) {
+        Ok(root) => {
+            let probe = root.session("doctor", &format!("{}", std::process::id())).and_then(|s| {
+                s.record_request("doctor")?;
+                std::fs::remove_dir_all(s.path()).map_err(toolprune::StoreError::from)
+            });
+            match probe {
+                Ok(()) => checks.push(Check { ok: true, what: format!("session store {} is private and writable", root.path().display()) }),
+                Err(e) => checks.push(Check { ok: false, what: format!("session store: {e}") }),
+            }
+        }
+        Err(e) => checks.push(Check { ok: false, what: format!("session store: {e}") }),
+    }
+    let ok = checks.iter().all(|c| c.ok);
+    let mut text = String::new();
+    for check in &checks {
+        let _ = writeln!(text, "{} {}", if check.ok { "ok  " } else { "FAIL" }, check.what);
+    }
+    let _ = writeln!(
+        text,
+        "{}",
+        if ok { format!("toolprune is ready in {} ({} scope)", agent.label(), scope_name(scope)) } else { format!("something is missing: run `toolprune install {}`", agent.label()) }
+    );
+    (text, ok)
+}

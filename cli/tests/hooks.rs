@@ -1,0 +1,465 @@
+//! `toolprune hook …` and `toolprune mcp` as processes, on the captured
+//! payloads of each agent (tests/fixtures/hooks/): what they print, what
+//! the session store holds afterwards, and that every failure is the
+//! agent's "no change" with exit 0 and nothing on stderr.
+//!
+//! Each test gets its own HOME and store; the compiled component is cached
+//! in one folder for all of them (as a user's cache would be).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolprune");
+
+fn fixture(agent: &str, name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/hooks").join(agent).join(name);
+    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    if let Some(object) = value.as_object_mut() {
+        object.retain(|k, _| !k.starts_with('_'));
+    }
+    value
+}
+
+/// A scratch HOME and store for one test.
+struct Scratch {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    store: PathBuf,
+    extra: Vec<(String, String)>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let store = dir.path().join("store");
+        Scratch { home, store, _dir: dir, extra: Vec::new() }
+    }
+
+    fn with(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.extra.push((key.to_string(), value.into()));
+        self
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("TOOLPRUNE_STORE_DIR", &self.store)
+            .env("TOOLPRUNE_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("toolprune-hook-tests-cache"));
+        for (k, v) in &self.extra {
+            command.env(k, v);
+        }
+        command
+    }
+
+    fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = self.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs one hook event; asserts exit 0 and an empty stderr; returns stdout.
+    fn hook(&self, agent: &str, event: &Value) -> String {
+        let out = self.run(&["hook", agent], event.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "a hook never writes stderr: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn session_dirs(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(&self.store) else { return Vec::new() };
+        entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.store.join("toolprune.log")).unwrap_or_default()
+    }
+}
+
+const PROMPT: &str = "Why can't I index a Rust String with s[0], and what is the right way to iterate over its characters?";
+
+fn with(mut event: Value, changes: Value) -> Value {
+    for (k, v) in changes.as_object().unwrap() {
+        event[k] = v.clone();
+    }
+    event
+}
+
+fn claude_prompt(session: &str) -> Value {
+    with(fixture("claude-code", "user_prompt_submit.json"), json!({"session_id": session, "prompt": PROMPT}))
+}
+
+fn claude_fetch(session: &str) -> Value {
+    with(fixture("claude-code", "post_tool_use.mcp_fetch.json"), json!({"session_id": session}))
+}
+
+fn page() -> String {
+    fixture("claude-code", "post_tool_use.mcp_fetch.json")["tool_response"][0]["text"].as_str().unwrap().to_string()
+}
+
+/// The kept text between the header and markers must be pieces of the page, in order.
+fn assert_verbatim(body: &str, page: &str) {
+    let (header, rest) = body.split_once("\n\n").unwrap();
+    assert!(header.starts_with("[Omitted by relevance:"), "{header}");
+    let mut from = 0;
+    for piece in rest.split("\n\n") {
+        if piece.starts_with("[… paragraph") || piece.is_empty() {
+            continue;
+        }
+        let found = page[from..].find(piece).unwrap_or_else(|| panic!("not verbatim from the page: {piece:?}"));
+        from += found + piece.len();
+    }
+}
+
+fn pruned_claude(scratch: &Scratch, session: &str) -> (Value, String) {
+    assert_eq!(scratch.hook("claude-code", &claude_prompt(session)), "", "the prompt hook prints nothing");
+    let out = scratch.hook("claude-code", &claude_fetch(session));
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}\nlog: {}", scratch.log()));
+    let body = answer["hookSpecificOutput"]["updatedMCPToolOutput"][0]["text"].as_str().unwrap().to_string();
+    (answer, body)
+}
+
+#[test]
+fn claude_code_prunes_a_fetched_page_and_omitted_reads_it_back_through_the_mcp_server() {
+    let scratch = Scratch::new();
+    let (answer, body) = pruned_claude(&scratch, "s-1");
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    assert_eq!(answer["hookSpecificOutput"]["updatedMCPToolOutput"].as_array().unwrap().len(), 1);
+    assert_eq!(answer["hookSpecificOutput"]["updatedMCPToolOutput"][0]["type"], "text");
+    assert!(body.contains("id=P1]"), "{body}");
+    assert!(body.len() < page().len());
+    assert_verbatim(&body, &page());
+    assert!(scratch.log().contains("tool prune: agent=claude-code name=mcp__docs__fetch outcome=ok"), "{}", scratch.log());
+    assert!(!scratch.log().contains("Rust String"), "the log carries no text");
+
+    // The model calls omitted: PreToolUse adds the session token and allows the call.
+    let pre = with(fixture("claude-code", "pre_tool_use.mcp_omitted.json"), json!({"session_id": "s-1"}));
+    let pre_out: Value = serde_json::from_str(&scratch.hook("claude-code", &pre)).unwrap();
+    let output = &pre_out["hookSpecificOutput"];
+    assert_eq!(output["hookEventName"], "PreToolUse");
+    assert_eq!(output["permissionDecision"], "allow");
+    let input = output["updatedInput"].as_object().unwrap();
+    assert_eq!((&input["id"], &input["from"], &input["to"]), (&json!("P1"), &json!(2), &json!(4)));
+    let token = input["session"].as_str().unwrap();
+    assert!(!token.contains("s-1"), "the raw session id never travels");
+
+    // The MCP server answers from that session.
+    let marker = body.lines().find(|l| l.starts_with("[… paragraph")).unwrap();
+    let range: Vec<u32> = marker
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .take(2)
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let (from, to) = if marker.starts_with("[… paragraphs ") { (range[0], range[1]) } else { (range[0], range[0]) };
+    let answers = mcp_calls(&scratch, &[json!({"id": "P1", "from": from, "to": to, "session": token})]);
+    let text = &answers[0];
+    assert!(!text.is_empty() && page().contains(text.as_str()), "the dropped paragraphs, verbatim: {text:?}");
+    assert!(!body.contains(text.trim()), "they were not in the body");
+}
+
+/// Speaks MCP to `toolprune mcp` over stdio (the 2025-06-18 handshake) and
+/// returns the text of each `omitted` call's result.
+fn mcp_calls(scratch: &Scratch, calls: &[Value]) -> Vec<String> {
+    let mut messages = vec![
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ];
+    for (i, arguments) in calls.iter().enumerate() {
+        messages.push(json!({"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call", "params": {"name": "omitted", "arguments": arguments}}));
+    }
+    let mut child = scratch.command(&["mcp"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = std::io::BufRead::lines(reader);
+    let mut answers = Vec::new();
+    let mut tools = None;
+    for message in messages {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        if message.get("id").is_none() {
+            continue;
+        }
+        let line = lines.next().expect("an answer").unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(reply["id"], message["id"], "{reply}");
+        match message["method"].as_str() {
+            Some("tools/list") => tools = Some(reply["result"]["tools"].clone()),
+            Some("tools/call") => answers.push(reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string()),
+            _ => {}
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let tools = tools.unwrap();
+    assert_eq!(tools[0]["name"], "omitted");
+    assert_eq!(tools[0]["inputSchema"]["properties"]["session"]["type"], "string", "the hooked dialect");
+    answers
+}
+
+#[test]
+fn the_mcp_server_never_answers_from_another_sessions_store() {
+    let scratch = Scratch::new();
+    pruned_claude(&scratch, "alice");
+    pruned_claude(&scratch, "bob");
+    let pre = with(fixture("claude-code", "pre_tool_use.mcp_omitted.json"), json!({"session_id": "bob"}));
+    let pre_out: Value = serde_json::from_str(&scratch.hook("claude-code", &pre)).unwrap();
+    let bob = pre_out["hookSpecificOutput"]["updatedInput"]["session"].as_str().unwrap().to_string();
+    let (name, mac) = bob.rsplit_once('.').unwrap();
+    let alice_dir = scratch.session_dirs().into_iter().map(|d| d.file_name().unwrap().to_string_lossy().into_owned()).find(|d| d != name).unwrap();
+    let answers = mcp_calls(
+        &scratch,
+        &[
+            json!({"id": "P1", "from": 0, "to": 999, "session": format!("{alice_dir}.{mac}")}),
+            json!({"id": "P1", "from": 0, "to": 999, "session": "made-up"}),
+            json!({"id": "P1", "from": 0, "to": 999}),
+            json!({"id": "P1", "from": 0, "to": 999, "session": bob}),
+        ],
+    );
+    for refused in &answers[..3] {
+        assert!(refused.starts_with("There is no text with id=P1 here"), "{refused}");
+    }
+    assert!(!answers[3].starts_with("There is no text"), "bob's own token opens bob's store: {}", answers[3]);
+}
+
+#[test]
+fn ids_count_on_across_turns_and_the_session_end_keeps_only_the_counter() {
+    let scratch = Scratch::new();
+    pruned_claude(&scratch, "s");
+    let (_, second) = pruned_claude(&scratch, "s");
+    assert!(second.contains("id=P2]"), "ids never restart within a conversation");
+    let dirs = scratch.session_dirs();
+    assert_eq!(dirs.len(), 1);
+    let end = with(fixture("claude-code", "session_end.json"), json!({"session_id": "s"}));
+    let started = std::time::Instant::now();
+    assert_eq!(scratch.hook("claude-code", &end), "");
+    assert!(started.elapsed() < std::time::Duration::from_millis(1500), "SessionEnd has ~1.5 s: {:?}", started.elapsed());
+    let mut files: Vec<String> = std::fs::read_dir(&dirs[0]).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    files.sort();
+    assert_eq!(files, ["lock", "state.json"], "records and request gone");
+    let (_, resumed) = pruned_claude(&scratch, "s");
+    assert!(resumed.contains("id=P3]"), "a resumed conversation numbers on");
+}
+
+#[test]
+fn images_and_other_blocks_pass_untouched_around_the_pruned_text() {
+    let scratch = Scratch::new();
+    scratch.hook("claude-code", &claude_prompt("img"));
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    let event = with(claude_fetch("img"), json!({"tool_response": [image, {"type": "text", "text": page()}], "extra_field": {"anything": [1, 2]}}));
+    let answer: Value = serde_json::from_str(&scratch.hook("claude-code", &event)).unwrap();
+    let blocks = answer["hookSpecificOutput"]["updatedMCPToolOutput"].as_array().unwrap();
+    assert_eq!(blocks[0], image);
+    assert!(blocks[1]["text"].as_str().unwrap().starts_with("[Omitted by relevance:"));
+    // Only an image: nothing to prune.
+    let only_image = with(claude_fetch("img"), json!({"tool_response": [image]}));
+    assert_eq!(scratch.hook("claude-code", &only_image), "");
+}
+
+#[test]
+fn unchanged_answers_for_errors_other_tools_missing_fields_and_garbage() {
+    let scratch = Scratch::new();
+    scratch.hook("claude-code", &claude_prompt("e"));
+    let cases = [
+        with(claude_fetch("e"), json!({"tool_response": {"content": [{"type": "text", "text": page()}], "isError": true}})),
+        with(claude_fetch("e"), json!({"is_error": true})),
+        with(claude_fetch("e"), json!({"tool_name": "Read"})),
+        with(claude_fetch("e"), json!({"tool_name": "mcp__filesystem__read_text_file"})),
+        with(claude_fetch("e"), json!({"tool_name": "mcp__docs__search"})),
+        with(claude_fetch("e"), json!({"tool_response": [{"type": "text", "text": "short"}]})),
+        fixture("claude-code", "post_tool_use.bash.json"),
+        json!({"hook_event_name": "PostToolUse"}),
+        json!({"hook_event_name": "PostToolUse", "session_id": "e", "tool_name": "mcp__docs__fetch"}),
+        json!({"hook_event_name": "Unheard", "session_id": "e"}),
+        json!([1, 2, 3]),
+        fixture("claude-code", "stop.json"),
+        fixture("claude-code", "session_start.startup.json"),
+    ];
+    for event in &cases {
+        assert_eq!(scratch.hook("claude-code", event), "", "{event}");
+    }
+    for garbage in [&b"not json"[..], b"", b"\xff\xfe", b"{\"hook_event_name\": "] {
+        let out = scratch.run(&["hook", "claude-code"], garbage);
+        assert_eq!((out.status.code(), out.stdout.len(), out.stderr.len()), (Some(0), 0, 0));
+        let out = scratch.run(&["hook", "gemini"], garbage);
+        assert_eq!((out.status.code(), &out.stdout[..], out.stderr.len()), (Some(0), &b"{}"[..], 0));
+        let out = scratch.run(&["hook", "cursor"], garbage);
+        assert_eq!((out.status.code(), &out.stdout[..], out.stderr.len()), (Some(0), &b"{}"[..], 0));
+    }
+}
+
+#[test]
+fn without_a_recorded_prompt_the_basis_comes_from_the_transcript() {
+    let scratch = Scratch::new();
+    let transcript = scratch.home.join("t.jsonl");
+    let lines = [
+        json!({"type": "user", "message": {"role": "user", "content": "an older question about something else entirely"}}),
+        json!({"type": "user", "isMeta": true, "message": {"role": "user", "content": "<local-command-stdout>meta</local-command-stdout>"}}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"}, {"type": "text", "text": PROMPT}]}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "mcp__docs__fetch", "input": {}}]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}}),
+    ];
+    std::fs::write(&transcript, lines.iter().map(|l| l.to_string() + "\n").collect::<String>()).unwrap();
+    let event = with(claude_fetch("t"), json!({"transcript_path": transcript}));
+    let answer: Value = serde_json::from_str(&scratch.hook("claude-code", &event)).unwrap();
+    assert!(answer["hookSpecificOutput"]["updatedMCPToolOutput"][0]["text"].as_str().unwrap().starts_with("[Omitted by relevance:"));
+    // No prompt and no transcript: no basis, no change.
+    let none = with(claude_fetch("n"), json!({"transcript_path": scratch.home.join("missing.jsonl")}));
+    assert_eq!(scratch.hook("claude-code", &none), "");
+    assert!(scratch.log().contains("outcome=no_basis"), "{}", scratch.log());
+}
+
+#[test]
+fn an_unusable_store_or_configuration_passes_the_result_unchanged() {
+    // The store root is a file (unreadable as a store, also for root).
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let scratch = Scratch::new().with("TOOLPRUNE_STORE_DIR", file.path().to_string_lossy());
+    assert_eq!(scratch.hook("claude-code", &claude_prompt("u")), "");
+    assert_eq!(scratch.hook("claude-code", &claude_fetch("u")), "");
+    assert_eq!(scratch.hook("gemini", &gemini_after_tool("u")), "{}");
+    // A store root open to others is refused.
+    let open = Scratch::new();
+    std::fs::create_dir_all(&open.store).unwrap();
+    set_mode(&open.store, 0o755);
+    open.hook("claude-code", &claude_prompt("o"));
+    assert_eq!(open.hook("claude-code", &claude_fetch("o")), "");
+    // A session whose state is corrupt.
+    let corrupt = Scratch::new();
+    pruned_claude(&corrupt, "c");
+    std::fs::write(corrupt.session_dirs()[0].join("state.json"), "{oops").unwrap();
+    assert_eq!(corrupt.hook("claude-code", &claude_fetch("c")), "");
+    // A configuration that does not parse, or turns pruning off.
+    for (text, reason) in [("enabled = maybe\n", "reason=config"), ("enabled = false\n", "reason=disabled")] {
+        let config = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(config.path(), text).unwrap();
+        let scratch = Scratch::new().with("TOOLPRUNE_CONFIG", config.path().to_string_lossy());
+        scratch.hook("claude-code", &claude_prompt("k"));
+        assert_eq!(scratch.hook("claude-code", &claude_fetch("k")), "");
+        assert_eq!(scratch.hook("gemini", &gemini_after_tool("k")), "{}");
+        assert!(scratch.log().contains(reason), "{}", scratch.log());
+    }
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn concurrent_hook_processes_of_one_session_keep_every_record() {
+    let scratch = Scratch::new();
+    scratch.hook("claude-code", &claude_prompt("busy"));
+    let event = claude_fetch("busy").to_string();
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            let mut child = scratch.command(&["hook", "claude-code"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+            child.stdin.take().unwrap().write_all(event.as_bytes()).unwrap();
+            child
+        })
+        .collect();
+    let mut ids: Vec<String> = children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0));
+            let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let body = answer["hookSpecificOutput"]["updatedMCPToolOutput"][0]["text"].as_str().unwrap().to_string();
+            body.split("id=").nth(1).unwrap().split(']').next().unwrap().to_string()
+        })
+        .collect();
+    ids.sort_by_key(|id| id[1..].parse::<u32>().unwrap());
+    assert_eq!(ids, ["P1", "P2", "P3", "P4", "P5", "P6"], "no id lost or repeated");
+    let dir = &scratch.session_dirs()[0];
+    for id in &ids {
+        let record: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{id}.json"))).unwrap()).unwrap();
+        assert_eq!(record["id"], id.as_str());
+        assert!(!record["dropped"].as_array().unwrap().is_empty());
+    }
+    let state: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("state.json")).unwrap()).unwrap();
+    assert_eq!(state["count"], 6);
+}
+
+// -- Gemini CLI ---------------------------------------------------------------------
+
+fn gemini_after_tool(session: &str) -> Value {
+    let wrapped = format!("<untrusted_context>\n{}\n</untrusted_context>", page());
+    with(
+        fixture("gemini", "AfterTool.mcp_fetch_fetch.stdin.json"),
+        json!({"session_id": session, "tool_response": {"llmContent": [{"text": wrapped}], "returnDisplay": page()}}),
+    )
+}
+
+#[test]
+fn gemini_replaces_a_result_through_a_tail_call_that_the_mcp_server_answers_with_the_body() {
+    let scratch = Scratch::new();
+    let prompt = with(fixture("gemini", "BeforeAgent.stdin.json"), json!({"session_id": "g", "prompt": PROMPT}));
+    assert_eq!(scratch.hook("gemini", &prompt), "{}");
+    let answer: Value = serde_json::from_str(&scratch.hook("gemini", &gemini_after_tool("g"))).unwrap();
+    let tail = &answer["hookSpecificOutput"]["tailToolCallRequest"];
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    assert_eq!(tail["name"], "mcp_toolprune_omitted");
+    assert_eq!((&tail["args"]["id"], &tail["args"]["from"], &tail["args"]["to"], &tail["args"]["body"]), (&json!("P1"), &json!(0), &json!(0), &json!(true)));
+    let body = &mcp_calls(&scratch, &[tail["args"].clone()])[0];
+    assert!(body.starts_with("[Omitted by relevance:") && body.contains("id=P1]"), "{body}");
+    assert_verbatim(body, &page());
+
+    // The tail call's own AfterTool: no change.
+    let own = with(gemini_after_tool("g"), json!({"tool_name": "mcp_toolprune_omitted", "original_request_name": "mcp_fetch_fetch"}));
+    assert_eq!(scratch.hook("gemini", &own), "{}");
+    // The model's own omitted call: a tail call to itself with the session added.
+    let model = with(
+        fixture("gemini", "AfterTool.mcp_fetch_fetch.stdin.json"),
+        json!({"session_id": "g", "tool_name": "mcp_toolprune_omitted", "tool_input": {"id": "P1", "from": 0, "to": 3, "session": "the model's", "body": true}}),
+    );
+    let again: Value = serde_json::from_str(&scratch.hook("gemini", &model)).unwrap();
+    let args = &again["hookSpecificOutput"]["tailToolCallRequest"]["args"];
+    assert_eq!(args["session"], tail["args"]["session"]);
+    assert!(args.get("body").is_none(), "the model cannot ask for the body");
+    // An error result, and a result with an image part: no change.
+    let error = with(gemini_after_tool("g"), json!({"tool_response": {"llmContent": "MCP tool 'fetch' reported tool error", "error": {"message": "x", "type": "mcp_tool_error"}}}));
+    assert_eq!(scratch.hook("gemini", &error), "{}");
+    let image = with(gemini_after_tool("g"), json!({"tool_response": {"llmContent": [{"text": page()}, {"inlineData": {"mimeType": "image/png", "data": "AA=="}}]}}));
+    assert_eq!(scratch.hook("gemini", &image), "{}");
+    let end = with(fixture("gemini", "SessionEnd.stdin.json"), json!({"session_id": "g"}));
+    assert_eq!(scratch.hook("gemini", &end), "{}");
+    let after_end = &mcp_calls(&scratch, &[tail["args"].clone()])[0];
+    assert!(after_end.starts_with("There is no text with id=P1"), "{after_end}");
+}
+
+// -- Cursor -------------------------------------------------------------------------
+
+#[test]
+fn cursor_prunes_an_mcp_result_and_answers_omitted_from_the_store() {
+    let scratch = Scratch::new();
+    let prompt = with(fixture("cursor", "beforeSubmitPrompt.stdin.json"), json!({"prompt": PROMPT}));
+    let conversation = prompt["conversation_id"].as_str().unwrap().to_string();
+    assert_eq!(scratch.hook("cursor", &prompt), r#"{"continue":true}"#);
+    let output = json!({"content": [{"type": "text", "text": page()}], "isError": false}).to_string();
+    let post = with(fixture("cursor", "postToolUse.mcp.stdin.json"), json!({"tool_output": output}));
+    assert_eq!(post["conversation_id"], conversation.as_str());
+    let answer: Value = serde_json::from_str(&scratch.hook("cursor", &post)).unwrap();
+    let result = &answer["updated_mcp_tool_output"];
+    assert_eq!(result["isError"], false, "the rest of the result stays");
+    let body = result["content"][0]["text"].as_str().unwrap();
+    assert!(body.contains("id=P1]"));
+    assert_verbatim(body, &page());
+    let omitted = with(post.clone(), json!({"tool_name": "MCP:omitted", "tool_input": {"id": "P1", "from": 0, "to": 9999}, "tool_output": "{\"content\":[{\"type\":\"text\",\"text\":\"There is no text\"}]}"}));
+    let read: Value = serde_json::from_str(&scratch.hook("cursor", &omitted)).unwrap();
+    let text = read["updated_mcp_tool_output"]["content"][0]["text"].as_str().unwrap();
+    assert!(page().contains(text.split("\n\n").next().unwrap()), "{text}");
+    let failed = with(post.clone(), json!({"tool_output": json!({"content": [{"type": "text", "text": page()}], "isError": true}).to_string()}));
+    assert_eq!(scratch.hook("cursor", &failed), "{}");
+    let shell = with(post, json!({"tool_name": "Shell", "tool_output": "{\"output\": \"ls\"}"}));
+    assert_eq!(scratch.hook("cursor", &shell), "{}");
+    assert_eq!(scratch.hook("cursor", &fixture("cursor", "sessionEnd.stdin.json")), "{}");
+}
