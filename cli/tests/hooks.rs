@@ -463,3 +463,27 @@ fn cursor_prunes_an_mcp_result_and_answers_omitted_from_the_store() {
     assert_eq!(scratch.hook("cursor", &shell), "{}");
     assert_eq!(scratch.hook("cursor", &fixture("cursor", "sessionEnd.stdin.json")), "{}");
 }
+
+/// The request record of one session directory.
+fn recorded(scratch: &Scratch) -> Value {
+    let dirs = scratch.session_dirs();
+    assert_eq!(dirs.len(), 1, "one session");
+    serde_json::from_str(&std::fs::read_to_string(dirs[0].join("request.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_prompt_record_names_the_agent_process_and_folder_for_the_mcp_proxy() {
+    // The hook's parent here is this test process (not a shell): it is the "agent".
+    let scratch = Scratch::new();
+    scratch.hook("claude-code", &claude_prompt("s-proxy"));
+    let record = recorded(&scratch);
+    assert_eq!(record["request"], PROMPT);
+    assert_eq!(record["cwd"], "/home/user/project");
+    assert_eq!(record["agent_pid"], std::process::id());
+    // Cursor has no `cwd`: its first workspace root.
+    let scratch = Scratch::new();
+    let event = with(fixture("cursor", "beforeSubmitPrompt.stdin.json"), json!({"prompt": PROMPT}));
+    scratch.hook("cursor", &event);
+    let roots = event["workspace_roots"].as_array().unwrap();
+    assert_eq!(recorded(&scratch)["cwd"], roots[0]);
+}

@@ -165,10 +165,17 @@ impl<'a> Hook<'a> {
         }
     }
 
-    /// The prompt event: records the turn's request for this conversation.
+    /// The prompt event: records the turn's request for this conversation,
+    /// with the agent's working folder (`cwd`, else Cursor's first
+    /// `workspace_roots`) and process id, so that `toolprune mcp-proxy`
+    /// started by the same agent finds it (docs/mcp-proxy.md "Basis").
     pub fn record_request(&self, prompt: Option<&str>) -> Result<(), Pass> {
         let prompt = prompt.ok_or_else(|| Pass::new("no_prompt"))?;
-        self.session()?.record_request(prompt).map_err(|_| Pass::new("store"))
+        let cwd = self.str("cwd").or_else(|| {
+            self.event.get("workspace_roots").and_then(Value::as_array).and_then(|r| r.first()).and_then(Value::as_str)
+        });
+        let agent = crate::proxy::basis::agent_pid();
+        self.session()?.record_request_from(prompt, cwd, agent).map_err(|_| Pass::new("store"))
     }
 
     /// The session's end: drops its records and request, keeps its counter.
