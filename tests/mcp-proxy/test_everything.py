@@ -268,3 +268,21 @@ async def test_a_crashing_server_fails_the_pending_call_as_a_direct_connection_d
     with anyio.fail_after(10):
         while os.path.exists(f"/proc/{proxy_pid}") and open(f"/proc/{proxy_pid}/stat").read().split()[2] != "Z":
             await anyio.sleep(0.05)
+
+
+async def test_a_restarted_proxy_never_reuses_an_id_still_in_the_conversation(tools, toolprune, user):
+    """`claude -p --continue` starts a new server process for turn 2 while turn 1's
+    marker is still in the conversation: its id must answer not_found, never turn 2's text."""
+    user.config('prunable = ["echo"]\nthreshold = 0.3\n[proxy]\nbasis = "argument"\n')
+    ids = []
+    for turn in (1, 2):
+        s = stack(toolprune, user, everything(tools))
+        async with Client(s.params, mode="legacy") as client:
+            body = text_of(await client.call_tool("echo", {"message": long_message(turn), "user_request": REQUEST}))
+            ids.append(body.split("id=")[1].split("]")[0])
+            if turn == 2:
+                old = await client.call_tool("omitted", {"id": ids[0], "from": 3, "to": 3})
+                new = await client.call_tool("omitted", {"id": ids[1], "from": 3, "to": 3})
+    assert ids[0] != ids[1]
+    assert text_of(old).startswith(f"There is no text with id={ids[0]}")
+    assert text_of(new).startswith("Paragraph 3 (2): dune0 ")

@@ -36,21 +36,12 @@ pub const CWD_WINDOW_S: u64 = 15 * 60;
 /// Records larger than this are ignored (a request is at most a few KB).
 pub const MAX_RECORD_BYTES: u64 = 1 << 20;
 
-/// The session store's root, as the hooks resolve it: `$TOOLPRUNE_STORE_DIR`,
-/// else `$XDG_RUNTIME_DIR/toolprune`, else `$XDG_CACHE_HOME/toolprune/sessions`,
-/// else `~/.cache/toolprune/sessions`; none without any of them.
+/// The session store's root, as the hooks resolve it ([`crate::store::Root::default_dir`]):
+/// `$TOOLPRUNE_STORE_DIR`, else `$XDG_RUNTIME_DIR/toolprune`, else
+/// `$XDG_CACHE_HOME/toolprune/sessions`, else `~/.cache/toolprune/sessions`;
+/// none without any of them.
 pub fn store_root(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-    if let Some(dir) = set("TOOLPRUNE_STORE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(dir) = set("XDG_RUNTIME_DIR") {
-        return Some(Path::new(&dir).join("toolprune"));
-    }
-    if let Some(dir) = set("XDG_CACHE_HOME") {
-        return Some(Path::new(&dir).join("toolprune").join("sessions"));
-    }
-    set("HOME").map(|home| Path::new(&home).join(".cache").join("toolprune").join("sessions"))
+    crate::store::Root::default_dir(env)
 }
 
 /// This process's user id.

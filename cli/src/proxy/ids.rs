@@ -1,5 +1,6 @@
 //! Id numbers for the proxy's stored results (`P{n}`), unique per user
-//! across proxy processes (SPEC §10: "an id means one text").
+//! across proxy processes (SPEC §10: "an id means one text"), and the
+//! proxy's in-memory store numbered by them ([`ProxyStore`]).
 //!
 //! A proxy lives as long as its client's connection: `claude -p --continue`
 //! starts a new one for turn 2 while turn 1's markers (`id=P1`) are still in
@@ -10,13 +11,18 @@
 //! cannot be used, numbers come from a process-local counter starting at a
 //! clock-derived base (large ids, still distinct across restarts).
 
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use toolprune::store::evict_oldest;
+use toolprune::types::StoredResult;
+use toolprune::{ResultStore, StoreError};
 
 use super::basis::is_private_dir;
 
@@ -53,6 +59,56 @@ impl IdNumbers {
             }
         }
         self.local.fetch_add(1, Ordering::SeqCst).wrapping_add(1).max(1)
+    }
+}
+
+/// The proxy's store of pruned results (SPEC §10): in memory for the
+/// proxy's life, bounded (`max_records`, `max_chars`, oldest evicted first,
+/// the library's `evict_oldest`), numbered by [`IdNumbers`] so that an id
+/// is never handed out twice by any proxy of this user.
+pub struct ProxyStore {
+    ids: Arc<IdNumbers>,
+    max_records: u32,
+    max_chars: u64,
+    state: Mutex<(u32, VecDeque<StoredResult>, u64)>,
+}
+
+impl ProxyStore {
+    /// An empty store with these bounds, numbered by `ids`.
+    pub fn new(ids: Arc<IdNumbers>, max_records: u32, max_chars: u64) -> Self {
+        ProxyStore { ids, max_records, max_chars, state: Mutex::new((0, VecDeque::new(), 0)) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u32, VecDeque<StoredResult>, u64)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ResultStore for ProxyStore {
+    /// `finish` gets the next number of the per-user counter (not this
+    /// store's count + 1); a number `finish` does not use is skipped.
+    fn push(&self, finish: &mut dyn FnMut(u32) -> Option<StoredResult>) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if let Some(record) = finish(self.ids.next()) {
+            state.0 = state.0.saturating_add(1);
+            let chars = state.2 + record.chars;
+            state.1.push_back(record);
+            state.2 = evict_oldest(&mut state.1, chars, self.max_records, self.max_chars);
+        }
+        Ok(())
+    }
+
+    fn find(&self, id: &str) -> Result<Option<StoredResult>, StoreError> {
+        Ok(self.lock().1.iter().find(|r| r.id == id).cloned())
+    }
+
+    /// Results this proxy stored (its ids are not `P1…P{count}`).
+    fn count(&self) -> Result<u32, StoreError> {
+        Ok(self.lock().0)
+    }
+
+    fn records(&self) -> Result<Vec<StoredResult>, StoreError> {
+        Ok(self.lock().1.iter().cloned().collect())
     }
 }
 
@@ -98,6 +154,34 @@ mod tests {
         assert_eq!(all.len(), 400);
         assert_eq!(*all.first().unwrap(), 1);
         assert_eq!(IdNumbers::new(Some(&dir)).next(), 401, "a restarted proxy continues");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn record(n: u32, chars: u64) -> StoredResult {
+        StoredResult { id: format!("P{n}"), shape: toolprune::types::Shape::Text, units: 2, chars, dropped: Vec::new() }
+    }
+
+    #[test]
+    fn the_store_numbers_from_the_counter_and_keeps_the_newest_within_its_bounds() {
+        let dir = root("store");
+        let ids = IdNumbers::new(Some(&dir));
+        for _ in 0..5 {
+            ids.next();
+        }
+        let store = ProxyStore::new(ids, 3, 1_000);
+        for _ in 0..4 {
+            store.push(&mut |n| Some(record(n, 10))).unwrap();
+        }
+        store.push(&mut |_| None).unwrap();
+        let held: Vec<String> = store.records().unwrap().into_iter().map(|r| r.id).collect();
+        assert_eq!(held, ["P7", "P8", "P9"], "numbers continue the user's counter; the oldest is evicted");
+        assert!(store.find("P6").unwrap().is_none());
+        assert_eq!(store.count().unwrap(), 4);
+        let store = ProxyStore::new(IdNumbers::new(Some(&dir)), 10, 25);
+        store.push(&mut |n| Some(record(n, 20))).unwrap();
+        store.push(&mut |n| Some(record(n, 20))).unwrap();
+        assert_eq!(store.records().unwrap().len(), 1, "the character bound holds");
+        assert_eq!(store.records().unwrap()[0].id, "P12", "P10 went to the `None` push above");
         fs::remove_dir_all(&dir).unwrap();
     }
 

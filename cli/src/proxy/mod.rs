@@ -448,6 +448,8 @@ pub fn setup(args: &ProxyArgs) -> Option<Pruning> {
     };
     let basis = args.basis.or_else(|| BasisMode::parse(&config.proxy_basis)).unwrap_or(BasisMode::Hook);
     let root = basis::store_root(&env);
+    let ids = ids::IdNumbers::new(root.as_deref());
+    let store = Arc::new(ids::ProxyStore::new(ids, config.store.max_records, config.store.max_chars));
     let lang = config.lang;
     let agent = args.name.clone().map_or_else(|| "mcp-proxy".to_string(), |n| format!("mcp-proxy:{n}"));
     let conversation = pruner
@@ -458,8 +460,7 @@ pub fn setup(args: &ProxyArgs) -> Option<Pruning> {
             agent,
             scoring: Some(scoring),
             jev_model,
-            max_records: Some(config.store.max_records),
-            max_chars: Some(config.store.max_chars),
+            store: Some(store),
             ..ConversationOptions::default()
         })
         .map_err(|e| eprintln!("toolprune mcp-proxy: {e}; forwarding only"))
