@@ -487,3 +487,25 @@ fn the_prompt_record_names_the_agent_process_and_folder_for_the_mcp_proxy() {
     let roots = event["workspace_roots"].as_array().unwrap();
     assert_eq!(recorded(&scratch)["cwd"], roots[0]);
 }
+
+#[test]
+fn a_server_wrapped_by_the_proxy_is_left_to_the_proxy() {
+    let scratch = Scratch::new();
+    std::fs::write(
+        scratch.home.join(".claude.json"),
+        r#"{"mcpServers": {"docs": {"command": "uvx", "args": ["mcp-server-fetch"]}}}"#,
+    )
+    .unwrap();
+    let out = scratch.command(&["install", "claude-code", "--wrap", "docs"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let config: Value = serde_json::from_str(&std::fs::read_to_string(scratch.home.join(".claude.json")).unwrap()).unwrap();
+    let args = config["mcpServers"]["docs"]["args"].as_array().unwrap().clone();
+    assert_eq!(args[..4], [json!("mcp-proxy"), json!("--name"), json!("docs"), json!("--")]);
+    // The proxy prunes mcp__docs__fetch itself: the hook answers "no change".
+    assert_eq!(scratch.hook("claude-code", &claude_prompt("s-wrapped")), "");
+    assert_eq!(scratch.hook("claude-code", &claude_fetch("s-wrapped")), "", "no second pruning");
+    // uninstall --wrap puts the entry back; the hook prunes again.
+    let out = scratch.command(&["uninstall", "claude-code", "--wrap", "docs"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(scratch.hook("claude-code", &claude_fetch("s-wrapped")).contains("updatedMCPToolOutput"));
+}
