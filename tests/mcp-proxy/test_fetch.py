@@ -181,3 +181,33 @@ async def test_an_error_result_and_a_short_page_pass_unchanged(tools, toolprune,
     inner = [l for l in s.inner.lines("s2c") if json.dumps(json.loads(l).get("id")) in call_ids]
     outer = [l for l in s.outer.lines("s2c") if json.dumps(json.loads(l).get("id")) in call_ids]
     assert len(inner) == 2 and inner == outer
+
+
+async def test_the_entry_toolprune_install_wraps_starts_a_working_proxy(tools, toolprune, user, site, manifest):
+    """The "new user" path: a fetch server already configured for Claude Code,
+    `toolprune install claude-code --wrap fetch`, and the client starts exactly the
+    entry the installer wrote."""
+    import subprocess
+
+    from mcp.client.stdio import StdioServerParameters
+
+    user.config('threshold = 0.5\n[proxy]\nbasis = "argument"\n')
+    claude_json = user.home / ".claude.json"
+    claude_json.write_text(json.dumps({"mcpServers": {"fetch": {"type": "stdio", "command": tools.fetch_server, "args": ["--ignore-robots-txt", "--allow-private-ips"]}}}))
+    env = user.env()
+    out = subprocess.run([toolprune, "install", "claude-code", "--wrap", "fetch"], env=env, cwd=user.project, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    entry = json.loads(claude_json.read_text())["mcpServers"]["fetch"]
+    assert entry["args"][:4] == ["mcp-proxy", "--name", "fetch", "--"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env, cwd=str(user.project))
+    url = site.url + "/docs/" + DOC.rsplit(".", 1)[0] + ".html"
+    async with Client(params, mode="auto") as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert names == ["fetch", "omitted"]
+        body = text_of(await client.call_tool("fetch", {"url": url, "max_length": MAX, "user_request": request_of(manifest)}))
+        pid, ranges, _, _ = markers(body)
+        back = await client.call_tool("omitted", {"id": pid, "from": ranges[0][0], "to": ranges[0][1]})
+        assert text_of(back) and not back.is_error
+    out = subprocess.run([toolprune, "uninstall", "claude-code", "--wrap", "fetch"], env=env, cwd=user.project, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(claude_json.read_text())["mcpServers"]["fetch"]["command"] == tools.fetch_server
