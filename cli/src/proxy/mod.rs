@@ -656,8 +656,19 @@ async fn run_stdio(args: &ProxyArgs) -> u8 {
             s = child.wait(), if status.is_none() => {
                 status = Some(s);
             }
+            // The server exited but something it started keeps its stdout open:
+            // after 2 s of silence the proxy ends anyway.
+            _ = tokio::time::sleep(Duration::from_secs(2)), if status.is_some() => {
+                core.cancel_all();
+                break;
+            }
             _ = signals.recv() => {
                 signal(child_pid, libc::SIGTERM);
+                let pid = child_pid;
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    signal(pid, libc::SIGKILL);
+                });
             }
         }
     }
