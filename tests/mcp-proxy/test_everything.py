@@ -286,3 +286,27 @@ async def test_a_restarted_proxy_never_reuses_an_id_still_in_the_conversation(to
     assert ids[0] != ids[1]
     assert text_of(old).startswith(f"There is no text with id={ids[0]}")
     assert text_of(new).startswith("Paragraph 3 (2): dune0 ")
+
+
+async def test_a_scorer_that_never_answers_times_out_and_the_result_passes_unchanged(tools, toolprune, user):
+    """SPEC §11's 20 s deadline through the proxy: the client gets the server's bytes
+    (outcome `timeout`), never a hang."""
+    user.config('prunable = ["echo"]\n[proxy]\nbasis = "argument"\n')
+    jev = StallingJev()
+    try:
+        s = stack(toolprune, user, everything(tools), env=jev_env(jev.port))
+        message = long_message()
+        async with Client(s.params, mode="legacy") as client:
+            started = time.monotonic()
+            with anyio.fail_after(40):
+                result = await client.call_tool("echo", {"message": message, "user_request": REQUEST})
+            waited = time.monotonic() - started
+            assert text_of(result) == "Echo: " + message
+        assert 19 < waited < 35, waited
+        call_ids = {json.dumps(m["id"]) for m in s.outer.messages("c2s") if m.get("method") == "tools/call"}
+        inner = [l for l in s.inner.lines("s2c") if json.dumps(json.loads(l).get("id")) in call_ids]
+        outer = [l for l in s.outer.lines("s2c") if json.dumps(json.loads(l).get("id")) in call_ids]
+        assert inner == outer
+        assert any("outcome=timeout" in l for l in s.log_lines()), s.log_lines()
+    finally:
+        jev.close()
