@@ -140,6 +140,10 @@ pub enum Edit {
     Append { path: Vec<String>, value: Value },
     /// Add the member `key` = `value` to the object at `path` (created if missing).
     Member { path: Vec<String>, key: String, value: Value },
+    /// Replace the member `key` of the object at `path`, whose value is
+    /// `from`, by `to` (`install --wrap`: a server entry made to start
+    /// `toolprune mcp-proxy`); removing it puts `from` back.
+    Replace { path: Vec<String>, key: String, from: Value, to: Value },
 }
 
 impl Edit {
@@ -157,6 +161,11 @@ impl Edit {
                 let mut full = path.clone();
                 full.push(key.clone());
                 format!("{} = {}", full.join("."), value)
+            }
+            Edit::Replace { path, key, to, .. } => {
+                let mut full = path.clone();
+                full.push(key.clone());
+                format!("{} = {} (the original kept in the manifest)", full.join("."), to)
             }
         }
     }
@@ -376,7 +385,7 @@ fn serde_of(text: &str) -> Option<Value> {
 fn receiving_container(root: &CstRootNode, edit: &Edit) -> Vec<String> {
     let (path, is_array) = match edit {
         Edit::Append { path, .. } => (path.as_slice(), true),
-        Edit::Member { path, .. } => (path.as_slice(), false),
+        Edit::Member { path, .. } | Edit::Replace { path, .. } => (path.as_slice(), false),
     };
     if is_array && array_at(root, path).is_some() {
         return path.to_vec();
@@ -431,7 +440,7 @@ fn present(root: &CstRootNode, edit: &Edit) -> bool {
         Edit::Append { path, value } => {
             array_at(root, path).is_some_and(|a| a.elements().iter().any(|e| e.to_serde_value().as_ref() == Some(value)))
         }
-        Edit::Member { path, key, value } => {
+        Edit::Member { path, key, value } | Edit::Replace { path, key, to: value, .. } => {
             object_at(root, path).and_then(|o| o.get(key)).and_then(|p| p.value()).and_then(|v| v.to_serde_value()).as_ref() == Some(value)
         }
     }
@@ -453,6 +462,13 @@ fn remove(root: &CstRootNode, edit: &Edit) -> bool {
         Edit::Member { path, key, value } => match object_at(root, path).and_then(|o| o.get(key)) {
             Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(value) => {
                 prop.remove();
+                true
+            }
+            _ => false,
+        },
+        Edit::Replace { path, key, from, to } => match object_at(root, path).and_then(|o| o.get(key)) {
+            Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(to) => {
+                prop.set_value(to_input(from));
                 true
             }
             _ => false,
@@ -486,6 +502,18 @@ fn apply(root: &CstRootNode, edit: &Edit, created: &mut Vec<Vec<String>>) -> Res
             }
             object.append(key, to_input(value));
             Ok(())
+        }
+        Edit::Replace { path, key, from, to } => {
+            let mut full = path.clone();
+            full.push(key.clone());
+            match object_at(root, path).and_then(|o| o.get(key)) {
+                Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(from) => {
+                    prop.set_value(to_input(to));
+                    Ok(())
+                }
+                Some(_) => Err(format!("{} changed since it was read; left as it is", full.join("."))),
+                None => Err(format!("{} is not configured", full.join("."))),
+            }
         }
     }
 }
@@ -568,13 +596,15 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
     });
     let mut notes = Vec::new();
     // Our own entries that the plan no longer has (an old matcher, a moved binary): out.
-    let stale: Vec<Edit> = record.edits.iter().filter(|e| !file.edits.contains(e)).cloned().collect();
+    // Wrapped servers (`--wrap`) are not part of the plan: they stay until `uninstall`.
+    let wrap = |e: &Edit| matches!(e, Edit::Replace { .. });
+    let stale: Vec<Edit> = record.edits.iter().filter(|e| !wrap(e) && !file.edits.contains(e)).cloned().collect();
     for edit in &stale {
         if remove(&root, edit) {
             notes.push(format!("replaced {}", edit.describe()));
         }
     }
-    record.edits.retain(|e| file.edits.contains(e));
+    record.edits.retain(|e| wrap(e) || file.edits.contains(e));
     for edit in &file.edits {
         if present(&root, edit) {
             continue;
@@ -724,6 +754,122 @@ pub fn uninstall(agent: Agent, scope: Scope, paths: &Paths, dry_run: bool) -> Re
     }
     let changes: Vec<Change> = ours.iter().map(|(path, record)| uninstall_file(Path::new(path), record)).collect::<Result<_, _>>()?;
     commit(&changes, &mut manifest, &paths.manifest(), dry_run)
+}
+
+/// The file that holds `agent`'s MCP servers in `scope`: Claude Code
+/// `~/.claude.json` / `.mcp.json`, Gemini CLI `settings.json`, Cursor `mcp.json`.
+pub fn mcp_file(agent: Agent, scope: Scope, paths: &Paths) -> PathBuf {
+    let base = match scope {
+        Scope::User => paths.home.clone(),
+        Scope::Project => paths.project.clone(),
+    };
+    match (agent, scope) {
+        (Agent::ClaudeCode, Scope::User) => paths.home.join(".claude.json"),
+        (Agent::ClaudeCode, Scope::Project) => paths.project.join(".mcp.json"),
+        (Agent::Gemini, _) => base.join(".gemini").join("settings.json"),
+        (Agent::Cursor, _) => base.join(".cursor").join("mcp.json"),
+    }
+}
+
+/// `toolprune install AGENT --wrap NAME`: rewrites the MCP server entry
+/// `mcpServers.NAME` (already configured) to start `toolprune mcp-proxy`
+/// in front of it (`proxy::wrap::wrapped`), every other byte of the file
+/// kept; the manifest keeps the original entry for `uninstall`. A second
+/// run changes nothing. Errors: no such entry, it already goes through a
+/// proxy, an SSE server, a file or manifest that does not parse.
+pub fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+    let mut manifest = Manifest::load(&paths.manifest())?;
+    let path = mcp_file(agent, scope, paths);
+    let key = path.to_string_lossy().into_owned();
+    let before = read_optional(&path)?.ok_or_else(|| format!("{} does not exist: no server {name} to wrap", path.display()))?;
+    let root = parse(&path, &before)?;
+    let mut record = manifest.files.get(&key).cloned().unwrap_or_else(|| FileRecord {
+        agent: agent.label().to_string(),
+        scope: scope_name(scope),
+        created_file: false,
+        ..FileRecord::default()
+    });
+    let ours = record.edits.iter().find(|e| matches!(e, Edit::Replace { key: k, .. } if k == name)).cloned();
+    let mut notes = Vec::new();
+    match ours {
+        Some(edit) if present(&root, &edit) => notes.push(format!("{name} already goes through toolprune mcp-proxy")),
+        _ => {
+            let entry = object_at(&root, &["mcpServers".to_string()])
+                .and_then(|o| o.get(name))
+                .and_then(|p| p.value())
+                .and_then(|v| v.to_serde_value())
+                .ok_or_else(|| format!("{}: mcpServers.{name} is not configured", path.display()))?;
+            let wrapped = crate::proxy::wrap::wrapped(&entry, name, &paths.binary.to_string_lossy())?;
+            let edit = Edit::Replace { path: vec!["mcpServers".into()], key: name.to_string(), from: entry, to: wrapped };
+            // The entry's own text, to put back byte for byte (`restore_one_line`
+            // puts back any remembered container that holds its value again).
+            let entry_path = vec!["mcpServers".to_string(), name.to_string()];
+            if let Some((start, end)) = span_at(&before, &entry_path) {
+                record.restore.retain(|(p, _)| p != &entry_path);
+                record.restore.push((entry_path, before[start..end].to_string()));
+            }
+            let mut created = Vec::new();
+            apply(&root, &edit, &mut created)?;
+            record.edits.retain(|e| !matches!(e, Edit::Replace { key: k, .. } if k == name));
+            record.edits.push(edit.clone());
+            notes.push(format!("wrapped {}", edit.describe()));
+        }
+    }
+    let after = root.to_string();
+    let change = Change { path: path.clone(), before: Some(before), after: Some(after), record: Some(record), notes };
+    commit(&[change], &mut manifest, &paths.manifest(), dry_run)
+}
+
+/// `toolprune uninstall AGENT --wrap NAME`: puts the original entry of a
+/// server wrapped by [`wrap`] back (when the entry is still what `wrap`
+/// wrote; a changed entry is left alone and said so). The hooks stay.
+pub fn unwrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+    let mut manifest = Manifest::load(&paths.manifest())?;
+    let path = mcp_file(agent, scope, paths);
+    let key = path.to_string_lossy().into_owned();
+    let Some(mut record) = manifest.files.get(&key).cloned() else {
+        return Ok(Report { text: format!("{name} was not wrapped by toolprune in {}\n", path.display()), changed: false });
+    };
+    let Some(edit) = record.edits.iter().find(|e| matches!(e, Edit::Replace { key: k, .. } if k == name)).cloned() else {
+        return Ok(Report { text: format!("{name} was not wrapped by toolprune in {}\n", path.display()), changed: false });
+    };
+    let before = read_optional(&path)?;
+    let mut notes = Vec::new();
+    let after = match &before {
+        Some(text) => {
+            let root = parse(&path, text)?;
+            if remove(&root, &edit) {
+                notes.push(format!("put back mcpServers.{name} as it was"));
+            } else {
+                notes.push(format!("mcpServers.{name} changed since it was wrapped; left as it is"));
+            }
+            Some(restore_one_line(root.to_string(), &record.restore))
+        }
+        None => None,
+    };
+    record.edits.retain(|e| e != &edit);
+    record.restore.retain(|(p, _)| p.as_slice() != ["mcpServers".to_string(), name.to_string()]);
+    let change = Change { path, before, after, record: Some(record), notes };
+    commit(&[change], &mut manifest, &paths.manifest(), dry_run)
+}
+
+/// The servers wrapped by `install --wrap` (their `mcpServers` keys), from
+/// the manifest at `manifest`; empty when there is none. The hooks leave
+/// these servers' tools to the proxy (no second pruning).
+pub fn wrapped_servers(manifest: &Path) -> Vec<String> {
+    let Ok(manifest) = Manifest::load(manifest) else { return Vec::new() };
+    let mut names: Vec<String> = manifest
+        .files
+        .values()
+        .flat_map(|r| r.edits.iter())
+        .filter_map(|e| match e {
+            Edit::Replace { key, .. } => Some(key.clone()),
+            _ => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// One line of `doctor`'s report.
@@ -947,6 +1093,62 @@ mod tests {
 
     /// Everything on one line, with containers toolprune adds to.
     const ONE_LINE: &str = r#"{"hooks": {"PostToolUse": [{"matcher": "x", "hooks": []}], "BeforeAgent": [ ]}, "mcpServers": {"x": {"command": "y"}}, "permissions": {"allow": ["Read"]}}"#;
+
+    /// A user's MCP file with a fetch server (comments, odd spacing) and another server.
+    const MCP_FILE: &str = "{\n  // my servers\n  \"mcpServers\": {\n    \"fetch\": {\"command\": \"uvx\", \"args\": [\"mcp-server-fetch\"], \"env\": {\"A\": \"1\"}},\n    \"other\":   {\"url\": \"https://x.test/mcp\"}\n  },\n  \"numStartups\": 3\n}\n";
+
+    #[test]
+    fn wrapping_a_configured_server_goes_through_the_proxy_and_uninstall_puts_the_original_bytes_back() {
+        for (agent, scope) in [(Agent::ClaudeCode, Scope::User), (Agent::ClaudeCode, Scope::Project), (Agent::Gemini, Scope::User), (Agent::Cursor, Scope::Project)] {
+            let tmp = tempfile::tempdir().unwrap();
+            let paths = paths(tmp.path());
+            let file = mcp_file(agent, scope, &paths);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, MCP_FILE).unwrap();
+            install(agent, scope, &paths, &globs(), false).unwrap();
+            let installed = std::fs::read_to_string(&file).unwrap();
+            wrap(agent, scope, &paths, "fetch", false).unwrap();
+            let text = std::fs::read_to_string(&file).unwrap();
+            let value = serde_of(&text).unwrap();
+            let bin = paths.binary.to_string_lossy().into_owned();
+            assert_eq!(value["mcpServers"]["fetch"]["command"], bin.as_str());
+            assert_eq!(value["mcpServers"]["fetch"]["args"], json!(["mcp-proxy", "--name", "fetch", "--", "uvx", "mcp-server-fetch"]));
+            assert_eq!(value["mcpServers"]["fetch"]["env"], json!({"A": "1"}));
+            assert_eq!(value["mcpServers"]["other"], json!({"url": "https://x.test/mcp"}), "{agent:?}");
+            assert!(text.contains("// my servers") && text.contains("\"numStartups\": 3"));
+            assert_eq!(wrapped_servers(&paths.manifest()), ["fetch"]);
+            // Idempotent, and a later plain install keeps the wrap.
+            assert!(!wrap(agent, scope, &paths, "fetch", false).unwrap().changed);
+            install(agent, scope, &paths, &globs(), false).unwrap();
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+            // uninstall --wrap: only that entry goes back.
+            unwrap(agent, scope, &paths, "fetch", false).unwrap();
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), installed, "{agent:?} {scope:?}");
+            assert!(wrapped_servers(&paths.manifest()).is_empty());
+            // Wrap again, then a full uninstall: the user's original file, byte for byte.
+            wrap(agent, scope, &paths, "fetch", false).unwrap();
+            uninstall(agent, scope, &paths, false).unwrap();
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), MCP_FILE, "{agent:?} {scope:?}");
+        }
+    }
+
+    #[test]
+    fn a_server_that_is_missing_or_changed_since_is_not_touched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let file = mcp_file(Agent::Cursor, Scope::User, &paths);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, MCP_FILE).unwrap();
+        assert!(wrap(Agent::Cursor, Scope::User, &paths, "nope", false).unwrap_err().contains("not configured"));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), MCP_FILE);
+        wrap(Agent::Cursor, Scope::User, &paths, "fetch", false).unwrap();
+        // The user edits the wrapped entry: uninstall leaves it and says so.
+        let edited = std::fs::read_to_string(&file).unwrap().replace("\"mcp-server-fetch\"", "\"mcp-server-fetch\", \"--x\"");
+        std::fs::write(&file, &edited).unwrap();
+        let report = unwrap(Agent::Cursor, Scope::User, &paths, "fetch", false).unwrap();
+        assert!(report.text.contains("changed since it was wrapped"), "{}", report.text);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+    }
 
     #[test]
     fn globs_become_one_anchored_regex() {

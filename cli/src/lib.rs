@@ -13,4 +13,5 @@ pub mod jev;
 pub mod mcp;
 pub mod report;
 pub mod route;
+pub mod proxy;
 pub mod store;

@@ -55,6 +55,11 @@ enum Command {
     /// Decide where a message goes with a rules file (the judge router):
     /// the decision to stdout, the `judge:` line to stderr.
     Route(cli_route::RouteArgs),
+    /// Wrap one MCP server for any MCP client: forwards every message
+    /// unchanged except the pruned results of prunable tools, adds the
+    /// `omitted` tool (docs/mcp-proxy.md).
+    #[command(name = "mcp-proxy")]
+    McpProxy(toolprune_cli::proxy::ProxyArgs),
     /// Answer one agent hook event (stdin → stdout; always exit 0, never
     /// stderr; any failure is the agent's "no change"). Registered by
     /// `toolprune install`.
@@ -87,6 +92,12 @@ struct InstallArgs {
     /// Show what would change; write nothing (install, uninstall).
     #[arg(long)]
     dry_run: bool,
+    /// install: also make the MCP server NAME (already configured for the
+    /// agent) start through `toolprune mcp-proxy`, keeping its original
+    /// entry; uninstall: put only that server's original entry back
+    /// (docs/mcp-proxy.md).
+    #[arg(long, value_name = "NAME")]
+    wrap: Option<String>,
 }
 
 impl InstallArgs {
@@ -190,11 +201,15 @@ fn main() -> ExitCode {
             JevCommand::Check => pruner().map(jev_check),
         },
         Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
+        Command::McpProxy(args) => return toolprune_cli::proxy::run(args),
         Command::Hook { agent } => return toolprune_cli::hook::main(agent),
         Command::Mcp => toolprune_cli::mcp::main().map(|()| ExitCode::SUCCESS),
         Command::Install(args) => install_cmd(args),
         Command::Uninstall(args) => install::Paths::from_env(&cli_jev::env)
-            .and_then(|paths| install::uninstall(args.agent, args.scope(), &paths, args.dry_run))
+            .and_then(|paths| match &args.wrap {
+                Some(name) => install::unwrap(args.agent, args.scope(), &paths, name, args.dry_run),
+                None => install::uninstall(args.agent, args.scope(), &paths, args.dry_run),
+            })
             .and_then(|report| write_stdout(report.text.as_bytes()))
             .map(|()| ExitCode::SUCCESS),
         Command::Doctor(args) => install::Paths::from_env(&cli_jev::env).and_then(|paths| {
@@ -219,6 +234,10 @@ fn install_cmd(args: InstallArgs) -> Result<ExitCode, String> {
     let config = pruner()?.configuration(&cli_jev::env).map_err(|e| format!("configuration: {e}; fix it, then install again"))?;
     let report = install::install(args.agent, args.scope(), &paths, &config.prunable, args.dry_run)?;
     write_stdout(report.text.as_bytes())?;
+    if let Some(name) = &args.wrap {
+        let report = install::wrap(args.agent, args.scope(), &paths, name, args.dry_run)?;
+        write_stdout(report.text.as_bytes())?;
+    }
     if !args.dry_run {
         let agent = args.agent.label();
         let prunable = config.prunable.join(", ");

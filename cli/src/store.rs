@@ -412,6 +412,14 @@ pub struct Request {
     pub request: String,
     /// When it was recorded, unix seconds.
     pub at: u64,
+    /// The agent's working folder (the event's `cwd`, Cursor's first
+    /// workspace root), for `toolprune mcp-proxy` to find its session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The agent's process id (`proxy::basis::agent_pid`: the hook's nearest
+    /// ancestor that is not a shell), for `toolprune mcp-proxy` likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_pid: Option<u32>,
 }
 
 /// One conversation's directory. Implements [`ResultStore`], so a
@@ -487,7 +495,14 @@ impl Session {
 
     /// Records the turn's request (the prompt hook): replaces the previous one.
     pub fn record_request(&self, request: &str) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(&Request { request: request.to_string(), at: now_s() }).map_err(|e| StoreError(e.to_string()))?;
+        self.record_request_from(request, None, None)
+    }
+
+    /// [`Session::record_request`] with where it came from: the agent's
+    /// working folder and process id (docs/mcp-proxy.md "Basis").
+    pub fn record_request_from(&self, request: &str, cwd: Option<&str>, agent_pid: Option<u32>) -> Result<(), StoreError> {
+        let record = Request { request: request.to_string(), at: now_s(), cwd: cwd.map(str::to_string), agent_pid };
+        let json = serde_json::to_vec(&record).map_err(|e| StoreError(e.to_string()))?;
         let _lock = self.lock(true)?;
         write_atomic(&self.dir, "request.json", &json)
     }

@@ -470,3 +470,49 @@ fn cursor_prunes_an_mcp_result_and_answers_omitted_from_the_store() {
     assert_eq!(scratch.hook("cursor", &shell), "{}");
     assert_eq!(scratch.hook("cursor", &fixture("cursor", "sessionEnd.stdin.json")), "{}");
 }
+
+/// The request record of one session directory.
+fn recorded(scratch: &Scratch) -> Value {
+    let dirs = scratch.session_dirs();
+    assert_eq!(dirs.len(), 1, "one session");
+    serde_json::from_str(&std::fs::read_to_string(dirs[0].join("request.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_prompt_record_names_the_agent_process_and_folder_for_the_mcp_proxy() {
+    // The hook's parent here is this test process (not a shell): it is the "agent".
+    let scratch = Scratch::new();
+    scratch.hook("claude-code", &claude_prompt("s-proxy"));
+    let record = recorded(&scratch);
+    assert_eq!(record["request"], PROMPT);
+    assert_eq!(record["cwd"], "/home/user/project");
+    assert_eq!(record["agent_pid"], std::process::id());
+    // Cursor has no `cwd`: its first workspace root.
+    let scratch = Scratch::new();
+    let event = with(fixture("cursor", "beforeSubmitPrompt.stdin.json"), json!({"prompt": PROMPT}));
+    scratch.hook("cursor", &event);
+    let roots = event["workspace_roots"].as_array().unwrap();
+    assert_eq!(recorded(&scratch)["cwd"], roots[0]);
+}
+
+#[test]
+fn a_server_wrapped_by_the_proxy_is_left_to_the_proxy() {
+    let scratch = Scratch::new();
+    std::fs::write(
+        scratch.home.join(".claude.json"),
+        r#"{"mcpServers": {"docs": {"command": "uvx", "args": ["mcp-server-fetch"]}}}"#,
+    )
+    .unwrap();
+    let out = scratch.command(&["install", "claude-code", "--wrap", "docs"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let config: Value = serde_json::from_str(&std::fs::read_to_string(scratch.home.join(".claude.json")).unwrap()).unwrap();
+    let args = config["mcpServers"]["docs"]["args"].as_array().unwrap().clone();
+    assert_eq!(args[..4], [json!("mcp-proxy"), json!("--name"), json!("docs"), json!("--")]);
+    // The proxy prunes mcp__docs__fetch itself: the hook answers "no change".
+    assert_eq!(scratch.hook("claude-code", &claude_prompt("s-wrapped")), "");
+    assert_eq!(scratch.hook("claude-code", &claude_fetch("s-wrapped")), "", "no second pruning");
+    // uninstall --wrap puts the entry back; the hook prunes again.
+    let out = scratch.command(&["uninstall", "claude-code", "--wrap", "docs"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(scratch.hook("claude-code", &claude_fetch("s-wrapped")).contains("updatedMCPToolOutput"));
+}

@@ -62,6 +62,10 @@ impl omitted::Guest for Component {
     fn unavailable(lang: Lang) -> String {
         crate::omitted::unavailable(lang)
     }
+
+    fn request_argument(lang: Lang) -> String {
+        crate::omitted::request_argument(lang)
+    }
 }
 
 impl settings::Guest for Component {

@@ -320,6 +320,23 @@ pub fn tool(lang: Lang, dialect: Dialect) -> String {
     }
 }
 
+/// The name of the argument an MCP proxy adds to prunable tools in its
+/// `argument` basis mode (SPEC §15).
+pub const REQUEST_ARGUMENT: &str = "user_request";
+
+/// The optional argument an MCP proxy adds to the schema of each prunable
+/// tool when the basis is `argument` (SPEC §15): `{"name", "schema"}` as JSON
+/// text. The model restates the user's request there (a weaker basis than the
+/// user's own words, SPEC §3); the proxy strips it before the call goes on.
+pub fn request_argument(lang: Lang) -> String {
+    let description = match lang {
+        Lang::Ja => "ユーザーの最新の依頼を、ユーザー自身の言葉のまま写してください（要約しない）。長い結果から依頼に関係する部分を残すためだけに使い、ツールには渡しません。",
+        Lang::En => "The user's latest request, copied in the user's own words (not summarised). Used only to keep the parts of a long result that matter to it; it is not passed to the tool.",
+    };
+    let q = crate::json::string;
+    format!("{{\"name\":{},\"schema\":{{\"type\":\"string\",\"description\":{}}}}}", q(REQUEST_ARGUMENT), q(description))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,6 +501,17 @@ mod tests {
         let (r, _) = record();
         assert_eq!(requested_id(r#"{"id":" p1 ","from":"2","to":2.0}"#).as_deref(), Some("P1"));
         assert_eq!(ask(r#"{"id":"p1","from":"2","to":2.0}"#, Lang::En, &r).outcome, OmittedOutcome::Ok);
+    }
+
+    #[test]
+    fn the_request_argument_is_an_optional_string_property_in_both_languages() {
+        for lang in [Lang::Ja, Lang::En] {
+            let arg: Value = serde_json::from_str(&request_argument(lang)).unwrap();
+            assert_eq!(arg["name"], REQUEST_ARGUMENT);
+            assert_eq!(arg["schema"]["type"], "string");
+            assert!(arg["schema"]["description"].as_str().unwrap().chars().count() > 40);
+            assert_eq!(arg.as_object().unwrap().len(), 2);
+        }
     }
 
     #[test]

@@ -165,10 +165,17 @@ impl<'a> Hook<'a> {
         }
     }
 
-    /// The prompt event: records the turn's request for this conversation.
+    /// The prompt event: records the turn's request for this conversation,
+    /// with the agent's working folder (`cwd`, else Cursor's first
+    /// `workspace_roots`) and process id, so that `toolprune mcp-proxy`
+    /// started by the same agent finds it (docs/mcp-proxy.md "Basis").
     pub fn record_request(&self, prompt: Option<&str>) -> Result<(), Pass> {
         let prompt = prompt.ok_or_else(|| Pass::new("no_prompt"))?;
-        self.session()?.record_request(prompt).map_err(|_| Pass::new("store"))
+        let cwd = self.str("cwd").or_else(|| {
+            self.event.get("workspace_roots").and_then(Value::as_array).and_then(|r| r.first()).and_then(Value::as_str)
+        });
+        let agent = crate::proxy::basis::agent_pid();
+        self.session()?.record_request_from(prompt, cwd, agent).map_err(|_| Pass::new("store"))
     }
 
     /// The session's end: drops its records and request, keeps its counter.
@@ -213,7 +220,33 @@ impl<'a> Hook<'a> {
     /// `omitted`).
     pub fn prunable(&self, tool: &str) -> Result<bool, Pass> {
         let setup = self.setup()?;
-        Ok(setup.pruner.is_prunable(tool, &setup.config.prunable))
+        Ok(setup.pruner.is_prunable(tool, &setup.config.prunable) && !self.behind_proxy(tool))
+    }
+
+    /// Whether `tool` belongs to an MCP server that `toolprune install
+    /// --wrap` put behind `toolprune mcp-proxy` (the manifest's wrapped
+    /// servers): the proxy prunes its results already, and a second pruning
+    /// would score the markers away. The server is the event's
+    /// `mcp_server.name` (Claude Code) or `mcp_context.server_name` (Gemini
+    /// CLI), else the tool name's `mcp__SERVER__` / `mcp_SERVER_` prefix.
+    fn behind_proxy(&self, tool: &str) -> bool {
+        let env = self.cx.env;
+        let config = env("XDG_CONFIG_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".config")));
+        let Some(config) = config else { return false };
+        let servers = crate::install::wrapped_servers(&config.join("toolprune").join("installed.json"));
+        if servers.is_empty() {
+            return false;
+        }
+        let named = self
+            .event
+            .get("mcp_server")
+            .and_then(|m| m.get("name"))
+            .or_else(|| self.event.get("mcp_context").and_then(|m| m.get("server_name")))
+            .and_then(Value::as_str);
+        servers.iter().any(|s| named == Some(s.as_str()) || tool.starts_with(&format!("mcp__{s}__")) || tool.starts_with(&format!("mcp_{s}_")))
     }
 
     /// Prunes one tool result's text for this conversation (SPEC §2–§12):

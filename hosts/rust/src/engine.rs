@@ -434,6 +434,18 @@ impl Pruner {
         })
     }
 
+    /// The optional argument an MCP proxy adds to each prunable tool's
+    /// schema in its `argument` basis mode (SPEC §15, `omitted.request-argument`):
+    /// `{"name": …, "schema": {…}}`, parsed. Errors: a trap.
+    pub fn request_argument(&self, lang: Lang) -> Result<serde_json::Value, HostFailure> {
+        let text = self.with_utility(|g, s| g.toolprune_pruner_omitted().call_request_argument(s, lang))?;
+        serde_json::from_str(&text).map_err(|e| HostFailure {
+            reason: FailureReason::GuestTrap,
+            limit: None,
+            message: format!("the guest's request argument is not JSON: {e}"),
+        })
+    }
+
     /// The host failure line (SPEC §11, §12): the guest's
     /// `settings.failure-line` from a fresh instance, or, when even that
     /// fails, `tool prune: outcome=failed reason=instantiate`.

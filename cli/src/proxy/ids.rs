@@ -1,0 +1,199 @@
+//! Id numbers for the proxy's stored results (`P{n}`), unique per user
+//! across proxy processes (SPEC §10: "an id means one text"), and the
+//! proxy's in-memory store numbered by them ([`ProxyStore`]).
+//!
+//! A proxy lives as long as its client's connection: `claude -p --continue`
+//! starts a new one for turn 2 while turn 1's markers (`id=P1`) are still in
+//! the conversation, and a session with two wrapped servers runs two at
+//! once. Numbers from one counter per user (`<store root>/proxy-ids`, a
+//! decimal number, `0600`, updated under an exclusive lock) never repeat,
+//! so an old marker answers `not_found`, never another text. When the store
+//! cannot be used, numbers come from a process-local counter starting at a
+//! clock-derived base (large ids, still distinct across restarts).
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use toolprune::store::evict_oldest;
+use toolprune::types::StoredResult;
+use toolprune::{ResultStore, StoreError};
+
+use super::basis::is_private_dir;
+
+/// The counter file in the store root.
+pub const COUNTER_FILE: &str = "proxy-ids";
+
+/// Hands out id numbers: from the per-user counter file, else process-local.
+pub struct IdNumbers {
+    file: Option<PathBuf>,
+    local: AtomicU32,
+}
+
+impl IdNumbers {
+    /// Numbers from `<root>/proxy-ids` (the root is created `0700` if
+    /// missing, and refused if it is not a private directory of this user).
+    pub fn new(root: Option<&Path>) -> Arc<Self> {
+        let file = root.and_then(|root| {
+            if !root.exists() {
+                let _ = fs::DirBuilder::new().recursive(true).mode(0o700).create(root);
+            }
+            is_private_dir(root).then(|| root.join(COUNTER_FILE))
+        });
+        // Fallback base: tenths of an hour since 2026, times 1000 — distinct per restart, under u32::MAX for decades.
+        let hours = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()).saturating_sub(1_767_225_600) / 360;
+        let base = u32::try_from(hours.saturating_mul(1000) % 4_000_000_000).unwrap_or(0);
+        Arc::new(IdNumbers { file, local: AtomicU32::new(base) })
+    }
+
+    /// The next number (never one handed out before by this counter).
+    pub fn next(&self) -> u32 {
+        if let Some(path) = &self.file {
+            if let Ok(n) = bump(path) {
+                return n;
+            }
+        }
+        self.local.fetch_add(1, Ordering::SeqCst).wrapping_add(1).max(1)
+    }
+}
+
+/// The proxy's store of pruned results (SPEC §10): in memory for the
+/// proxy's life, bounded (`max_records`, `max_chars`, oldest evicted first,
+/// the library's `evict_oldest`), numbered by [`IdNumbers`] so that an id
+/// is never handed out twice by any proxy of this user.
+pub struct ProxyStore {
+    ids: Arc<IdNumbers>,
+    max_records: u32,
+    max_chars: u64,
+    state: Mutex<(u32, VecDeque<StoredResult>, u64)>,
+}
+
+impl ProxyStore {
+    /// An empty store with these bounds, numbered by `ids`.
+    pub fn new(ids: Arc<IdNumbers>, max_records: u32, max_chars: u64) -> Self {
+        ProxyStore { ids, max_records, max_chars, state: Mutex::new((0, VecDeque::new(), 0)) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u32, VecDeque<StoredResult>, u64)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ResultStore for ProxyStore {
+    /// `finish` gets the next number of the per-user counter (not this
+    /// store's count + 1); a number `finish` does not use is skipped.
+    fn push(&self, finish: &mut dyn FnMut(u32) -> Option<StoredResult>) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if let Some(record) = finish(self.ids.next()) {
+            state.0 = state.0.saturating_add(1);
+            let chars = state.2 + record.chars;
+            state.1.push_back(record);
+            state.2 = evict_oldest(&mut state.1, chars, self.max_records, self.max_chars);
+        }
+        Ok(())
+    }
+
+    fn find(&self, id: &str) -> Result<Option<StoredResult>, StoreError> {
+        Ok(self.lock().1.iter().find(|r| r.id == id).cloned())
+    }
+
+    /// Results this proxy stored (its ids are not `P1…P{count}`).
+    fn count(&self) -> Result<u32, StoreError> {
+        Ok(self.lock().0)
+    }
+
+    fn records(&self) -> Result<Vec<StoredResult>, StoreError> {
+        Ok(self.lock().1.iter().cloned().collect())
+    }
+}
+
+fn bump(path: &Path) -> std::io::Result<u32> {
+    let mut file: File = OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)?;
+    file.lock()?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    let current: u32 = text.trim().parse().unwrap_or(0);
+    let next = current.checked_add(1).unwrap_or(1);
+    file.seek(SeekFrom::Start(0))?;
+    file.set_len(0)?;
+    file.write_all(format!("{next}\n").as_bytes())?;
+    file.sync_data().ok();
+    file.unlock()?;
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn root(name: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("toolprune-ids-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        p
+    }
+
+    #[test]
+    fn two_counters_on_one_file_never_hand_out_the_same_number() {
+        let dir = root("shared");
+        let a = IdNumbers::new(Some(&dir));
+        let b = IdNumbers::new(Some(&dir));
+        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        let threads: Vec<_> = [a, b]
+            .into_iter()
+            .map(|c| std::thread::spawn(move || (0..200).map(|_| c.next()).collect::<Vec<_>>()))
+            .collect();
+        let mut all: Vec<u32> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 400);
+        assert_eq!(*all.first().unwrap(), 1);
+        assert_eq!(IdNumbers::new(Some(&dir)).next(), 401, "a restarted proxy continues");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn record(n: u32, chars: u64) -> StoredResult {
+        StoredResult { id: format!("P{n}"), chars, data: String::new() }
+    }
+
+    #[test]
+    fn the_store_numbers_from_the_counter_and_keeps_the_newest_within_its_bounds() {
+        let dir = root("store");
+        let ids = IdNumbers::new(Some(&dir));
+        for _ in 0..5 {
+            ids.next();
+        }
+        let store = ProxyStore::new(ids, 3, 1_000);
+        for _ in 0..4 {
+            store.push(&mut |n| Some(record(n, 10))).unwrap();
+        }
+        store.push(&mut |_| None).unwrap();
+        let held: Vec<String> = store.records().unwrap().into_iter().map(|r| r.id).collect();
+        assert_eq!(held, ["P7", "P8", "P9"], "numbers continue the user's counter; the oldest is evicted");
+        assert!(store.find("P6").unwrap().is_none());
+        assert_eq!(store.count().unwrap(), 4);
+        let store = ProxyStore::new(IdNumbers::new(Some(&dir)), 10, 25);
+        store.push(&mut |n| Some(record(n, 20))).unwrap();
+        store.push(&mut |n| Some(record(n, 20))).unwrap();
+        assert_eq!(store.records().unwrap().len(), 1, "the character bound holds");
+        assert_eq!(store.records().unwrap()[0].id, "P12", "P10 went to the `None` push above");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_root_open_to_others_is_not_used() {
+        let dir = root("open");
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let ids = IdNumbers::new(Some(&dir));
+        let n = ids.next();
+        assert!(!dir.join(COUNTER_FILE).exists());
+        assert_eq!(ids.next(), n + 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
