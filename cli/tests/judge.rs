@@ -95,13 +95,13 @@ fn route_the_readmes_example_with_its_fixed_answers() {
 }
 
 #[test]
-fn the_readmes_rules_file_is_the_example_file() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README");
+fn the_documented_rules_file_is_the_example_file() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/judge.md"))
+        .expect("docs/judge.md");
     let section = readme
-        .split("## Judge router")
+        .split("# The judge router")
         .nth(1)
-        .expect("a Judge router section");
+        .expect("a judge router section");
     let block = section
         .split("```toml\n")
         .nth(1)
@@ -109,7 +109,7 @@ fn the_readmes_rules_file_is_the_example_file() {
         .expect("a toml block");
     assert!(
         example_rules().ends_with(block),
-        "README's rules file differs from examples/judge/rules.toml"
+        "docs/judge.md's rules file differs from examples/judge/rules.toml"
     );
 }
 

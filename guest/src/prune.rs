@@ -78,9 +78,9 @@ impl Job {
             match shape::classify(&input.text) {
                 Classified::Structured => Stage::Structured,
                 Classified::Text => plan(&input, Target::Text),
-                // A wrapper whose string is itself a JSON array would be read
-                // back as an array by `omitted` (it re-classifies the stored
-                // text): ambiguous, so untouched.
+                // A wrapper whose string is itself a JSON array: that string
+                // is JSON, which split as text would break; which level is
+                // the list is ambiguous, so untouched.
                 Classified::Wrapper(w) if matches!(shape::classify(&w.value), Classified::Array(_)) => {
                     Stage::Structured
                 }

@@ -74,7 +74,11 @@ fn a_wrapper_sends_only_its_inner_paragraphs() {
     let requests = scorer.requests();
     assert_eq!(requests.len(), 1);
     let sent: Vec<&String> = requests[0].batches.iter().flat_map(|b| &b.chunks).collect();
-    assert_eq!(sent.iter().map(|c| c.as_str()).collect::<String>(), inner, "exactly the inner paragraphs");
+    // Every paragraph of the inner string, each without its separator, in order.
+    let expected: Vec<&str> = spans(&inner).into_iter().map(str::trim_end).filter(|p| !p.trim().is_empty()).collect();
+    let sent: Vec<&str> = sent.iter().map(|c| c.as_str()).collect();
+    assert_eq!(sent.len(), expected.len(), "one chunk per inner paragraph");
+    assert!(sent.iter().zip(&expected).all(|(s, e)| e.ends_with(s)), "exactly the inner paragraphs");
     for batch in &requests[0].batches {
         let body: Value = serde_json::from_str(&batch.jev_body).unwrap();
         let body_text = body.to_string();
