@@ -515,9 +515,10 @@ pub fn retry_delay(f: &RetryFacts) -> Option<u32> {
     });
     let from_header = || {
         let v = f.retry_after?.trim();
-        if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-            // Seconds; a number past u64 means "not before the deadline".
-            return Some(v.parse::<u64>().unwrap_or(u64::MAX).saturating_mul(1000));
+        let digits = v.strip_prefix('+').unwrap_or(v);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            // Seconds (`5`, `+5`); a number past u64 means "not before the deadline".
+            return Some(digits.parse::<u64>().unwrap_or(u64::MAX).saturating_mul(1000));
         }
         http_date_ms(v).map(|at| at.saturating_sub(f.now_unix_ms))
     };
@@ -728,6 +729,7 @@ mod tests {
     fn retry_waits_follow_the_headers_and_the_deadline() {
         let base = RetryFacts { attempt: 1, status: Some(429), remaining_ms: 20_000, now_unix_ms: 784_111_777_000, ..Default::default() };
         assert_eq!(retry_delay(&RetryFacts { retry_after: Some("2"), ..base.clone() }), Some(2000));
+        assert_eq!(retry_delay(&RetryFacts { retry_after: Some("+2"), ..base.clone() }), Some(2000));
         assert_eq!(retry_delay(&RetryFacts { retry_after_ms: Some("1500.2"), retry_after: Some("9"), ..base.clone() }), Some(1501));
         assert_eq!(retry_delay(&RetryFacts { retry_after: Some("Sun, 06 Nov 1994 08:49:40 GMT"), ..base.clone() }), Some(3000));
         assert_eq!(retry_delay(&RetryFacts { retry_after: Some("soon"), ..base.clone() }), Some(250));

@@ -158,7 +158,7 @@ def test_the_store_is_bounded_and_an_evicted_id_is_not_found(pruner: Pruner) -> 
 
 
 def test_the_omitted_tool_is_the_guests_object_in_each_dialect(pruner: Pruner) -> None:
-    assert pruner.dialects == ["plain", "openai", "anthropic", "mcp"]
+    assert pruner.dialects == ["plain", "openai", "anthropic", "mcp", "mcp-hooked"]
     conversation = pruner.conversation(lang="ja")
     plain = conversation.omitted_tool()
     assert plain == json.loads(pruner._stateless(0, "tool", "ja", "plain"))
@@ -170,7 +170,7 @@ def test_the_omitted_tool_is_the_guests_object_in_each_dialect(pruner: Pruner) -
     assert set(conversation.omitted_tool("mcp")) == {"name", "description", "inputSchema"}
     assert conversation.omitted_tool_name == pruner.omitted_tool_name == plain["name"]
     assert conversation.omitted_tool()["description"] != conversation.omitted_tool(lang="en")["description"]
-    with pytest.raises(ValueError, match="plain, openai, anthropic, mcp"):
+    with pytest.raises(ValueError, match="plain, openai, anthropic, mcp, mcp-hooked"):
         conversation.omitted_tool("gemini")
     with pytest.raises(ValueError, match="ja, en"):
         conversation.omitted_tool("plain", "fr")

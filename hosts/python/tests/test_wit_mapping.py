@@ -31,7 +31,7 @@ def test_the_exports_are_read_from_the_components_type(pruner: Pruner) -> None:
     names = list(compiled.component.type.exports(compiled.engine))
     assert names == [f"toolprune:pruner/{i}@{compiled.version}" for i in ("types", "settings", "pruner", "omitted", "judge")]
     assert compiled.component.type.imports(compiled.engine) == {}, "the world imports nothing"
-    assert compiled.langs == ["ja", "en"] and compiled.dialects == ["plain", "openai", "anthropic", "mcp"]
+    assert compiled.langs == ["ja", "en"] and compiled.dialects == ["plain", "openai", "anthropic", "mcp", "mcp-hooked"]
 
 
 def test_scoring_response_is_a_result_of_untagged_variants(pruner: Pruner) -> None:
@@ -97,7 +97,7 @@ def test_prune_job_is_a_resource_handle_and_a_lifted_record_lowers_again(pruner:
     instance = conversation._instance  # noqa: SLF001
     assert instance is not None
     record = conversation._store["P1"]  # noqa: SLF001 - the lifted stored-result, kept as wasmtime-py made it
-    assert isinstance(record, Record) and getattr(record, "id") == "P1" and isinstance(getattr(record, "shape"), str)
+    assert isinstance(record, Record) and getattr(record, "id") == "P1" and isinstance(getattr(record, "data"), str)
     limits = pruner.settings.call_limits_for(10_000)
     answer = instance.call(limits, "answer", '{"id":"P1","from":1,"to":1}', "en", "a", record)
     assert getattr(answer, "outcome") == "ok" and getattr(answer, "text").startswith("Note 2.")
