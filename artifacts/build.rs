@@ -20,6 +20,18 @@
 //!
 //! With neither, the build fails with one line naming `scripts/setup`. This
 //! script never downloads a toolchain.
+//!
+//! **Prebuilt** (issue 14): a copy of this crate without the guest's source
+//! beside it — the packaged crate that `scripts/package` writes to
+//! `dist/crates/`, or one from a registry — embeds the component that was
+//! packaged with it instead, so that it builds on a toolchain without the
+//! wasm32 target: `prebuilt/toolprune.wasm` and `prebuilt/contract-0.1.0.wasm`,
+//! each checked against `prebuilt/SHA256SUMS` (written by `scripts/package`
+//! from the files it built) before it is used. A missing file or a digest that
+//! does not match stops the build with one line naming both digests; nothing is
+//! ever built or downloaded instead. The feature `prebuilt` forces this road
+//! inside the repository too. The road taken is
+//! `toolprune_artifacts::COMPONENT_ORIGIN` (`guest-build` or `prebuilt`).
 
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
@@ -45,10 +57,20 @@ const DEBIAN_STD_SOURCES: &str = "/usr/lib/rustlib/src/rust/library";
 
 const FORCE_BUILD_STD: &str = "TOOLPRUNE_GUEST_BUILD_STD";
 
+/// The prebuilt road: the folder (in this crate) and its files.
+const PREBUILT_DIR: &str = "prebuilt";
+const PREBUILT_SUMS: &str = "SHA256SUMS";
+const FOREIGN_CONTRACT_FILE: &str = "contract-0.1.0.wasm";
+
 fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
+
+    let forced = env::var_os("CARGO_FEATURE_PREBUILT").is_some();
+    if forced || !has_guest_source(&workspace) {
+        return embed_prebuilt(&manifest_dir.join(PREBUILT_DIR), &out_dir, forced);
+    }
 
     let mut artifacts = Artifacts {
         target_dir: guest_target_dir(&out_dir, &workspace),
@@ -68,8 +90,88 @@ fn main() -> Result<()> {
         return Ok(());
     };
     let module = artifacts.build_guest(toolchain)?;
-    artifacts.compile_component(&module)?;
+    let component = artifacts.compile_component(&module)?;
     artifacts.foreign_contract_component("0.1.0")?;
+    announce_origin("guest-build", &component);
+    Ok(())
+}
+
+/// Whether this crate sits in the toolprune repository (the guest's crate
+/// and the WIT beside it), where the component is built from source.
+fn has_guest_source(workspace: &Path) -> bool {
+    workspace.join("guest").join("Cargo.toml").is_file() && workspace.join("wit").join("world.wit").is_file()
+}
+
+/// Tells the library where its component came from and what it is.
+fn announce_origin(origin: &str, component: &[u8]) {
+    println!("cargo::rustc-env=TOOLPRUNE_COMPONENT_ORIGIN={origin}");
+    println!("cargo::rustc-env=TOOLPRUNE_COMPONENT_SHA256={}", sha256_hex(component));
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The prebuilt road: copies `dir/toolprune.wasm` and
+/// `dir/contract-0.1.0.wasm` into `OUT_DIR` after checking each against
+/// `dir/SHA256SUMS` (`<64 hex digits>  <file name>` lines, `sha256sum`'s
+/// format). Any problem is a build error (one `cargo::error` line); nothing
+/// else is tried.
+fn embed_prebuilt(dir: &Path, out_dir: &Path, forced: bool) -> Result<()> {
+    let why = if forced {
+        "the `prebuilt` feature is on"
+    } else {
+        "this copy of toolprune-artifacts has no guest source beside it (a packaged crate)"
+    };
+    let sums_path = dir.join(PREBUILT_SUMS);
+    println!("cargo::rerun-if-changed={}", sums_path.display());
+    let sums = match fs::read_to_string(&sums_path) {
+        Ok(text) => text,
+        Err(e) => {
+            println!(
+                "cargo::error={why}, but {} cannot be read ({e}): `scripts/package` writes it with the prebuilt component",
+                sums_path.display()
+            );
+            return Ok(());
+        }
+    };
+    let mut first = None;
+    for name in [COMPONENT_FILE, FOREIGN_CONTRACT_FILE] {
+        let path = dir.join(name);
+        println!("cargo::rerun-if-changed={}", path.display());
+        let expected = sums.lines().find_map(|line| {
+            let (digest, file) = line.split_once("  ")?;
+            (file.trim_start_matches('*') == name && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+                .then(|| digest.to_ascii_lowercase())
+        });
+        let Some(expected) = expected else {
+            println!("cargo::error={} names no SHA-256 for {name}", sums_path.display());
+            return Ok(());
+        };
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                println!(
+                    "cargo::error={why}, but {} cannot be read ({e}): `scripts/package` puts it there",
+                    path.display()
+                );
+                return Ok(());
+            }
+        };
+        let actual = sha256_hex(&bytes);
+        if actual != expected {
+            println!(
+                "cargo::error={} has SHA-256 {actual}, but {PREBUILT_SUMS} says {expected}: the file is damaged or was replaced; reinstall toolprune-artifacts",
+                path.display()
+            );
+            return Ok(());
+        }
+        let out = out_dir.join(name);
+        fs::write(&out, &bytes).with_context(|| format!("writing {out:?}"))?;
+        first.get_or_insert(bytes);
+    }
+    announce_origin("prebuilt", &first.unwrap_or_default());
     Ok(())
 }
 
@@ -195,8 +297,8 @@ impl Artifacts {
         Ok(module)
     }
 
-    /// Turns the core module into `$OUT_DIR/toolprune.wasm`.
-    fn compile_component(&self, module: &Path) -> Result<()> {
+    /// Turns the core module into `$OUT_DIR/toolprune.wasm` and returns its bytes.
+    fn compile_component(&self, module: &Path) -> Result<Vec<u8>> {
         let bytes = fs::read(module).with_context(|| format!("reading {module:?}"))?;
         let component = ComponentEncoder::default()
             .module(&bytes)
@@ -207,7 +309,7 @@ impl Artifacts {
         let path = self.out_dir.join(COMPONENT_FILE);
         fs::write(&path, &component).with_context(|| format!("writing {path:?}"))?;
         eprintln!("component: {path:?} ({} bytes)", component.len());
-        Ok(())
+        Ok(component)
     }
 
     /// A component of world `toolprune` whose WIT package carries `version`
@@ -227,7 +329,12 @@ impl Artifacts {
         let mut resolve = wit_parser::Resolve::default();
         let (package, _) = resolve.push_dir(&copy).context("the rewritten WIT")?;
         let world = resolve.select_world(&[package], Some("toolprune"))?;
-        let mut module = wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
+        // The legacy name mangling, as wit-bindgen writes it for the real
+        // guest (`toolprune:pruner/settings@0.1.0#version`): the Node host
+        // reads the version from the core module's names (jco keeps no
+        // component), so the stand-in must name it the way a guest does.
+        let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
+        let mut module = wit_component::dummy_module(&resolve, world, mangling);
         wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)?;
         let component = ComponentEncoder::default().module(&module)?.validate(true).encode()?;
         fs::write(self.out_dir.join(format!("contract-{version}.wasm")), component)?;

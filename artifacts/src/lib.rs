@@ -4,6 +4,11 @@
 //! copying it by hand: [`component`] for its bytes, [`COMPONENT_PATH`] for a
 //! file. `cargo run -p toolprune-artifacts --bin toolprune-dist` writes it to
 //! `dist/toolprune.wasm`.
+//!
+//! In the repository the build script builds the guest (the wasm32 target is
+//! needed); a packaged copy of this crate (`scripts/package`, `dist/crates/`)
+//! embeds the component packaged with it, checked against its SHA-256 at
+//! build time, and needs no wasm32 target ([`COMPONENT_ORIGIN`]).
 
 /// Path of the component (`toolprune.wasm` in this crate's `OUT_DIR`), as
 /// built by the compilation that this crate is part of.
@@ -25,3 +30,11 @@ pub fn contract_0_1_component() -> &'static [u8] {
 
 /// Path of [`contract_0_1_component`]'s file, for hosts that load a path.
 pub const CONTRACT_0_1_PATH: &str = concat!(env!("OUT_DIR"), "/contract-0.1.0.wasm");
+
+/// Where [`component`] came from: `"guest-build"` (built from `guest/` by the
+/// build script, in the repository) or `"prebuilt"` (the packaged
+/// `prebuilt/toolprune.wasm`, whose SHA-256 matched `prebuilt/SHA256SUMS`).
+pub const COMPONENT_ORIGIN: &str = env!("TOOLPRUNE_COMPONENT_ORIGIN");
+
+/// The SHA-256 of [`component`]'s bytes, 64 lowercase hex digits.
+pub const COMPONENT_SHA256: &str = env!("TOOLPRUNE_COMPONENT_SHA256");

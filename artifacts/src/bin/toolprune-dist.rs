@@ -34,9 +34,12 @@ fn main() -> ExitCode {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    // The build script's digest, of the very bytes embedded.
+    debug_assert_eq!(sha256, toolprune_artifacts::COMPONENT_SHA256);
     let out = out.canonicalize().unwrap_or(out);
     println!("{}", out.display());
     println!("size   {} bytes ({:.1} KiB)", component.len(), component.len() as f64 / 1024.0);
     println!("sha256 {sha256}");
+    println!("origin {}", toolprune_artifacts::COMPONENT_ORIGIN);
     ExitCode::SUCCESS
 }

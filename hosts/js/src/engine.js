@@ -45,10 +45,14 @@ export class VersionError extends Error {
  * The contract versions of the compiled core modules' `toolprune:pruner/*`
  * exports (and the resource imports jco gives them), read before anything
  * is instantiated. Throws a `VersionError` unless every one is 0.2.x.
+ * Both manglings of core names are read: wit-bindgen's legacy one
+ * (`toolprune:pruner/settings@0.2.0#version`) and the standard one
+ * (`cm32p2|toolprune:pruner/settings@0.2|version`, which keeps only the
+ * major.minor of a 0.x version).
  */
 export function checkVersion(modules) {
   const found = new Set();
-  const pattern = /toolprune:pruner\/[a-z0-9-]+@([^#\s]+)/;
+  const pattern = /toolprune:pruner\/[a-z0-9-]+@([^#|\s]+)/;
   for (const module of modules.values()) {
     const names = [
       ...WebAssembly.Module.exports(module).map((e) => e.name),

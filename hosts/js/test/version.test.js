@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { checkVersion } from '../src/engine.js';
 import { CONTRACT, Pruner, VersionError } from '../src/index.js';
 import { ROOT } from './helpers.js';
 
@@ -79,4 +80,42 @@ test('a directory without bindings, or with a component instead of jco\'s output
   await assert.rejects(Pruner.load({ genDir: empty }), /no core modules in .*; run `npm run build`/);
   writeFileSync(join(empty, 'toolprune.core.wasm'), readFileSync(COMPONENT));
   await assert.rejects(Pruner.load({ genDir: empty }), /toolprune\.core\.wasm in .* is not a core module jco wrote/);
+});
+
+/** A core module exporting one empty function under each of `names`. */
+function moduleExporting(names) {
+  const uleb = (n) => {
+    const out = [];
+    do {
+      let byte = n & 0x7f;
+      n >>>= 7;
+      if (n) byte |= 0x80;
+      out.push(byte);
+    } while (n);
+    return out;
+  };
+  const vec = (items) => [...uleb(items.length), ...items.flat()];
+  const section = (id, bytes) => [id, ...uleb(bytes.length), ...bytes];
+  const name = (s) => vec([...Buffer.from(s)].map((b) => [b]));
+  const bytes = [
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, vec([[0x60, 0x00, 0x00]])),
+    ...section(3, vec(names.map(() => [0x00]))),
+    ...section(7, vec(names.map((n, i) => [...name(n), 0x00, ...uleb(i)]))),
+    ...section(10, vec(names.map(() => [0x02, 0x00, 0x0b]))),
+  ];
+  return new WebAssembly.Module(new Uint8Array(bytes));
+}
+
+test('the version is read from both manglings of core names: legacy (`@0.2.0#`) and standard (`cm32p2|…@0.2|`)', () => {
+  const legacy = moduleExporting(['toolprune:pruner/settings@0.2.0#version', 'toolprune:pruner/pruner@0.2.0#[constructor]prune-job']);
+  assert.deepEqual(checkVersion(new Map([['legacy', legacy]])), ['0.2.0']);
+  const standard = moduleExporting(['cm32p2|toolprune:pruner/settings@0.2|version', 'cm32p2|toolprune:pruner/settings@0.2|version_post']);
+  assert.deepEqual(checkVersion(new Map([['standard', standard]])), ['0.2']);
+  const old = moduleExporting(['cm32p2|toolprune:pruner/settings@0.1|version', 'cm32p2|toolprune:pruner/pruner@0.1|[method]prune-job.finish']);
+  assert.throws(() => checkVersion(new Map([['old', old]])), (error) => {
+    assert.ok(error instanceof VersionError);
+    assert.equal(error.message, `toolprune: this component implements contract 0.1, this host needs ${CONTRACT}.x (rebuild or reinstall toolprune)`);
+    return true;
+  });
 });

@@ -23,7 +23,7 @@ use crate::types::{CallLimits, Config as GuestConfig, Dialect, FailureReason, In
 pub mod wit {
     wasmtime::component::bindgen!({
         world: "toolprune",
-        path: "../../wit",
+        path: "wit",
     });
 }
 
