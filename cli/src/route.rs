@@ -30,7 +30,7 @@ pub struct RouteArgs {
     message: String,
     /// Fixed Jev answers: the text of a Jev response (`{"answers": {…}}`),
     /// so no call is made. Without it, Jev is called once with the
-    /// configured credentials (README "Jev").
+    /// configured credentials (docs/jev.md).
     #[arg(long)]
     answers: Option<PathBuf>,
     /// Print the decision, the answers and the log line as JSON.

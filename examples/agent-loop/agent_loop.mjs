@@ -7,7 +7,7 @@
 import { Pruner } from 'toolprune';
 
 // README:begin
-const pruner = await Pruner.load(); // offline scorer unless TOOLPRUNE_JEV_* is set
+const pruner = await Pruner.load(); // scores offline; for Jev: scorer JevScorer.fromEnv (hosts/js/README.md)
 const conversation = pruner.conversation({ enabled: true });
 const PRUNABLE = new Set(['fetch']); // tools whose results may be pruned
 export const tools = [fetchTool(), conversation.omittedTool('anthropic')];

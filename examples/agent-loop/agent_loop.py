@@ -10,7 +10,7 @@ import json
 from toolprune import Pruner
 
 # README:begin
-pruner = Pruner.load()  # offline scorer unless TOOLPRUNE_JEV_* is set
+pruner = Pruner.load()  # scores offline; for Jev: scorer="jev" (hosts/python/README.md)
 conversation = pruner.conversation(enabled=True)
 PRUNABLE = {"fetch"}  # tools whose results may be pruned
 FETCH = {"type": "function", "function": {"name": "fetch", "description": "Fetch a web page as markdown.",

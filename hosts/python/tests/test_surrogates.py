@@ -1,4 +1,4 @@
-"""Surrogates in a Python ``str`` (README "The fault matrix"): text decoded
+"""Surrogates in a Python ``str`` (``docs/reliability.md`` "The fault matrix"): text decoded
 with ``errors="surrogateescape"`` holds ``"\\udcff"``, and a WIT ``string``
 carries Unicode scalar values only, so wasmtime-py cannot pass it (it would
 raise ``UnicodeEncodeError``). The host checks first. With pruning on, a

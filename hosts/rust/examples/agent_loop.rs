@@ -12,7 +12,7 @@ use toolprune::{Conversation, ConversationOptions, Pruner, ToolResult};
 
 // README:begin
 pub fn start() -> anyhow::Result<(Conversation, Vec<Value>)> {
-    let pruner = Pruner::shared()?; // offline scorer unless TOOLPRUNE_JEV_* is set
+    let pruner = Pruner::shared()?; // scores offline; for Jev: toolprune::JevScorer
     let conversation = pruner.conversation(ConversationOptions { enabled: true, ..Default::default() })?;
     let fetch = json!({"name": "fetch", "description": "Fetch a web page as markdown.",
         "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}});

@@ -1,4 +1,4 @@
-"""The judge router from Python (README "Judge router", ``wit/judge.wit``).
+"""The judge router from Python (``docs/judge.md``, ``wit/judge.wit``).
 
 Every rule is the guest's (the TOML, its validation, the grammar, the Jev
 body, the reading of Jev's answer, the log line). This module passes texts,
