@@ -125,8 +125,8 @@ struct PruneArgs {
     /// Who scores the paragraphs: `offline` is the guest's lexical (BM25)
     /// scorer, nothing leaves the machine; `stub` is a trivial word-overlap
     /// stand-in for tests, not a relevance model; `jev` is TypeSafe's Jev
-    /// over HTTP (README "Jev"). Default: `jev` when its credentials are
-    /// configured (README "Jev"), else `offline`.
+    /// over HTTP (docs/jev.md). Default: `jev` when its credentials are
+    /// configured (docs/jev.md), else `offline`.
     #[arg(long, value_enum)]
     scorer: Option<ScorerArg>,
     /// Tool name for the log line.
@@ -232,6 +232,10 @@ fn main() -> ExitCode {
 fn install_cmd(args: InstallArgs) -> Result<ExitCode, String> {
     let paths = install::Paths::from_env(&cli_jev::env)?;
     let config = pruner()?.configuration(&cli_jev::env).map_err(|e| format!("configuration: {e}; fix it, then install again"))?;
+    if let Some(name) = &args.wrap {
+        // Refuse a server that cannot be wrapped before anything is written.
+        install::wrap(args.agent, args.scope(), &paths, name, true)?;
+    }
     let report = install::install(args.agent, args.scope(), &paths, &config.prunable, args.dry_run)?;
     write_stdout(report.text.as_bytes())?;
     if let Some(name) = &args.wrap {

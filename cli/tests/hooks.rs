@@ -516,3 +516,16 @@ fn a_server_wrapped_by_the_proxy_is_left_to_the_proxy() {
     assert_eq!(out.status.code(), Some(0));
     assert!(scratch.hook("claude-code", &claude_fetch("s-wrapped")).contains("updatedMCPToolOutput"));
 }
+
+#[test]
+fn install_wrap_of_a_server_that_is_not_configured_writes_nothing() {
+    let scratch = Scratch::new();
+    let claude_json = r#"{"mcpServers": {"docs": {"command": "uvx", "args": ["mcp-server-fetch"]}}}"#;
+    std::fs::write(scratch.home.join(".claude.json"), claude_json).unwrap();
+    let out = scratch.command(&["install", "claude-code", "--wrap", "fetch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mcpServers.fetch is not configured"));
+    assert_eq!(std::fs::read_to_string(scratch.home.join(".claude.json")).unwrap(), claude_json, "no MCP entry added");
+    assert!(!scratch.home.join(".claude").exists(), "no hooks written");
+    assert!(!scratch.home.join(".config/toolprune/installed.json").exists(), "no manifest written");
+}

@@ -37,9 +37,10 @@ pub const DEFAULT_MODEL: &str = "jev-1.13.0";
 
 /// Tool-name globs prunable when the config file names none: web-fetch
 /// tools of Claude Code (`WebFetch`, an MCP server's `fetch`), Gemini CLI
-/// (`web_fetch`, MCP `fetch`) and Cursor, and any MCP server named `fetch`.
-pub const DEFAULT_PRUNABLE: [&str; 7] =
-    ["WebFetch", "web_fetch", "fetch", "mcp__*__fetch", "mcp__fetch__*", "*__fetch", "mcp_fetch_*"];
+/// (`web_fetch`, an MCP server's `fetch`: `mcp_<server>_fetch`) and Cursor,
+/// and any MCP server named `fetch`.
+pub const DEFAULT_PRUNABLE: [&str; 8] =
+    ["WebFetch", "web_fetch", "fetch", "mcp__*__fetch", "mcp__fetch__*", "*__fetch", "mcp_fetch_*", "mcp_*_fetch"];
 
 /// Tools never pruned whatever the globs say (compared case-insensitively
 /// with the whole name and with its last `__`-separated part): file readers,
@@ -705,10 +706,10 @@ mod tests {
             assert!(!is_prunable(t, &all), "{t}");
         }
         let d: Vec<String> = DEFAULT_PRUNABLE.map(String::from).to_vec();
-        for t in ["WebFetch", "web_fetch", "mcp__docs__fetch", "mcp__fetch__fetch", "fetch__fetch", "fetch"] {
+        for t in ["WebFetch", "web_fetch", "mcp__docs__fetch", "mcp__fetch__fetch", "fetch__fetch", "fetch", "mcp_docs_fetch", "mcp_fetch_fetch"] {
             assert!(is_prunable(t, &d), "{t}");
         }
-        for t in ["mcp__github__search", "Grep", "mcp__docs__fetch_x"] {
+        for t in ["mcp__github__search", "Grep", "mcp__docs__fetch_x", "mcp_github_search", "mcp_docs_fetch_x"] {
             assert!(!is_prunable(t, &d), "{t}");
         }
     }
