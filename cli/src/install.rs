@@ -547,6 +547,16 @@ fn root_is_empty(root: &CstRootNode) -> bool {
 /// Writes `path` atomically (a temporary file, then a rename), creating its
 /// folder, keeping an existing file's permissions (else 0644; the manifest 0600).
 fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    // A settings file that is a symbolic link (dotfiles) stays one: the
+    // text goes to the file it points to.
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            resolved = std::fs::canonicalize(path).map_err(|e| format!("cannot follow the link {}: {e}", path.display()))?;
+            resolved.as_path()
+        }
+        _ => path,
+    };
     let dir = path.parent().ok_or("no parent folder")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let tmp = dir.join(format!(".{}.toolprune.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("settings")));
@@ -625,7 +635,10 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
                 }
                 notes.push(format!("added {}", edit.describe()));
             }
-            Err(message) => notes.push(format!("warning: {message}")),
+            // A key of ours that holds something else (`"hooks": "none"`):
+            // refused, and nothing written — an install that half happened
+            // would print success and leave `doctor` failing.
+            Err(message) => return Err(format!("{}: {message}; fix or remove it, then install again", file.path.display())),
         }
     }
     let after = root.to_string();

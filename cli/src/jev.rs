@@ -56,9 +56,9 @@ pub fn prune_setup(pruner: &Pruner, named: Option<Named>, threshold: Option<&str
     let config = match pruner.configuration(&env) {
         Ok(config) => config,
         Err(message) => {
-            // The guest's rule: a broken configuration turns pruning off.
-            let file = pruner.config_path(&pruner.environment(&env)).unwrap_or_default();
-            eprintln!("toolprune: configuration {file}: {message}; pruning is off");
+            // The guest's rule: a broken configuration turns pruning off
+            // (its message names the file or the variable).
+            eprintln!("toolprune: {message}; pruning is off");
             let default = pruner.resolve(&[], None).map_or(f64::NAN, |c| c.threshold);
             let threshold = threshold.unwrap_or(default);
             return Ok(Setup { scoring: Scoring::Offline, enabled: false, threshold, jev_model: None, config: None });

@@ -185,10 +185,14 @@ enum ScorerArg {
 fn main() -> ExitCode {
     // The hook answers before anything else can print: no clap errors on stderr.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.len() == 3 && args[1] == "hook" {
-        if let Some(agent) = args[2].to_str().and_then(|a| <Agent as ValueEnum>::from_str(a, false).ok()) {
+    if args.len() >= 2 && args[1] == "hook" && !args[2..].iter().any(|a| a == "-h" || a == "--help") {
+        if let (3, Some(agent)) = (args.len(), args.get(2).and_then(|a| a.to_str()).and_then(|a| <Agent as ValueEnum>::from_str(a, false).ok())) {
             return toolprune_cli::hook::main(agent);
         }
+        // A mistyped hook command (no agent, an unknown one, extra words):
+        // an agent reads exit 2 as "block" and shows stderr, so say nothing
+        // and change nothing — the result reaches the model as it is.
+        return ExitCode::SUCCESS;
     }
     let cli = Cli::parse();
     let result = match cli.command {

@@ -529,3 +529,52 @@ fn install_wrap_of_a_server_that_is_not_configured_writes_nothing() {
     assert!(!scratch.home.join(".claude").exists(), "no hooks written");
     assert!(!scratch.home.join(".config/toolprune/installed.json").exists(), "no manifest written");
 }
+
+#[test]
+fn a_mistyped_hook_command_changes_nothing_and_says_nothing() {
+    let scratch = Scratch::new();
+    for args in [&["hook"][..], &["hook", "bogus"], &["hook", "claude-code", "extra"], &["hook", "--agent=claude-code"]] {
+        let mut child = scratch.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(claude_prompt("s-typo").to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: exit 2 would block the agent's prompt");
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}");
+    }
+    let help = scratch.command(&["hook", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("claude-code"), "help still answers");
+}
+
+#[test]
+fn install_writes_through_a_symlinked_settings_file_and_uninstall_keeps_the_link() {
+    let scratch = Scratch::new();
+    let dotfiles = scratch.home.join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    std::fs::create_dir_all(scratch.home.join(".claude")).unwrap();
+    let original = "{\n  // mine\n  \"model\": \"opus\"\n}\n";
+    std::fs::write(dotfiles.join("claude-settings.json"), original).unwrap();
+    let link = scratch.home.join(".claude/settings.json");
+    std::os::unix::fs::symlink(dotfiles.join("claude-settings.json"), &link).unwrap();
+    let out = scratch.command(&["install", "claude-code"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "still a link");
+    assert!(std::fs::read_to_string(dotfiles.join("claude-settings.json")).unwrap().contains("toolprune hook claude-code"));
+    let out = scratch.command(&["uninstall", "claude-code"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(dotfiles.join("claude-settings.json")).unwrap(), original);
+}
+
+#[test]
+fn install_into_settings_whose_keys_hold_something_else_is_refused_and_writes_nothing() {
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.home.join(".claude")).unwrap();
+    let settings = r#"{"hooks": "none", "permissions": {"allow": "all"}}"#;
+    std::fs::write(scratch.home.join(".claude/settings.json"), settings).unwrap();
+    let out = scratch.command(&["install", "claude-code"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not an object") && stderr.contains("fix or remove it"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("is installed"));
+    assert_eq!(std::fs::read_to_string(scratch.home.join(".claude/settings.json")).unwrap(), settings);
+    assert!(!scratch.home.join(".claude.json").exists(), "no MCP entry either");
+}

@@ -66,10 +66,10 @@ fn parse(arguments: &str) -> Result<Args, &'static str> {
 fn invalid_text(lang: Lang, name: &str) -> String {
     match lang {
         Lang::Ja => format!(
-            "引数 {name} が不正です。{{\"id\": \"P2\", \"from\": 8, \"to\": 14}} の形で渡してください（id は省略の印に書かれた id、from と to は 0 始まりの段落番号で from ≤ to）。"
+            "引数「{name}」が不正です。{{\"id\": \"P2\", \"from\": 8, \"to\": 14}} の形で渡してください（id は省略の印に書かれた id、from と to は 0 始まりの段落番号で from ≤ to）。"
         ),
         Lang::En => format!(
-            "The argument {name} is invalid. Pass {{\"id\": \"P2\", \"from\": 8, \"to\": 14}}: id as written in the omission marker, from and to as 0-based paragraph numbers with from ≤ to."
+            "The argument \"{name}\" is invalid. Pass {{\"id\": \"P2\", \"from\": 8, \"to\": 14}}: id as written in the omission marker, from and to as 0-based paragraph numbers with from ≤ to."
         ),
     }
 }
@@ -194,11 +194,11 @@ pub fn answer(arguments: &str, lang: Lang, agent: &str, found: Option<&StoredRes
     if args.from > last {
         let text = match lang {
             Lang::Ja => format!(
-                "引数 from が不正です。id={} の段落番号は 0〜{} です。{{\"id\": \"{}\", \"from\": 0, \"to\": {}}} のように範囲内で渡してください。",
+                "引数「from」が不正です。id={} の段落番号は 0〜{} です。{{\"id\": \"{}\", \"from\": 0, \"to\": {}}} のように範囲内で渡してください。",
                 args.id, last, args.id, last
             ),
             Lang::En => format!(
-                "The argument from is invalid: id={} has paragraphs 0–{}. Pass a range inside it, e.g. {{\"id\": \"{}\", \"from\": 0, \"to\": {}}}.",
+                "The argument \"from\" is invalid: id={} has paragraphs 0–{}. Pass a range inside it, e.g. {{\"id\": \"{}\", \"from\": 0, \"to\": {}}}.",
                 args.id, last, args.id, last
             ),
         };
@@ -477,7 +477,7 @@ mod tests {
             assert_eq!(requested_id(args), None, "{args}");
             let a = ask(args, Lang::En, &r);
             assert_eq!(a.outcome, OmittedOutcome::Invalid, "{args}");
-            assert!(a.text.starts_with(&format!("The argument {name} is invalid.")), "{args}: {}", a.text);
+            assert!(a.text.starts_with(&format!("The argument \"{name}\" is invalid.")), "{args}: {}", a.text);
         }
     }
 
@@ -486,7 +486,7 @@ mod tests {
         let (r, _) = record();
         let a = ask(r#"{"id":"P1","from":50,"to":60}"#, Lang::En, &r);
         assert_eq!(a.outcome, OmittedOutcome::Invalid);
-        assert!(a.text.starts_with("The argument from is invalid: id=P1 has paragraphs 0–9."), "{}", a.text);
+        assert!(a.text.starts_with("The argument \"from\" is invalid: id=P1 has paragraphs 0–9."), "{}", a.text);
     }
 
     #[test]

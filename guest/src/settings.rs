@@ -305,13 +305,25 @@ fn flag(name: &str, value: &str) -> Result<bool, String> {
 }
 
 /// Resolve the configuration: defaults < the config file (`file`, its
-/// text) < the environment (`env`, the values of [`VARIABLES`]). Errors:
-/// one line, naming the line and column of a file problem, never the
-/// file's content beyond a key name.
+/// text, read by the host from [`config_path`]; `None`: no such file) < the
+/// environment (`env`, the values of [`VARIABLES`]). Errors: one line a
+/// host prints as it is — a file problem names the file (`configuration
+/// PATH: line L, column C: …`, never the file's content beyond a key name),
+/// a variable names the variable; a file named by `TOOLPRUNE_CONFIG` that
+/// does not exist is an error (a mistyped path must not silently drop the
+/// user's settings), a missing default file is not.
 pub fn resolve(env: &[(String, String)], file: Option<&str>) -> Result<Config, String> {
     let mut raw = Raw::default();
-    if let Some(src) = file {
-        read_file(src, &mut raw)?;
+    let named = |m: String| match config_path(env) {
+        Some(path) => format!("configuration {path}: {m}"),
+        None => format!("configuration: {m}"),
+    };
+    match file {
+        Some(src) => read_file(src, &mut raw).map_err(named)?,
+        None if var(env, "TOOLPRUNE_CONFIG").is_some() => {
+            return Err(named("no such file (named by TOOLPRUNE_CONFIG)".to_string()));
+        }
+        None => {}
     }
     if let Some(v) = var(env, "TOOLPRUNE_ENABLED") {
         raw.enabled = Some(flag("TOOLPRUNE_ENABLED", v)?);
@@ -558,8 +570,8 @@ fn http_date_ms(s: &str) -> Option<u64> {
 /// gets room in proportion and a looping guest is still stopped.
 pub fn call_limits(text_bytes: u64) -> (u64, u32, u64) {
     let fuel = limits::FUEL_BASE.saturating_add(limits::FUEL_PER_BYTE.saturating_mul(text_bytes));
-    let wall = u64::from(limits::WALL_MS_BASE) + text_bytes / limits::WALL_BYTES_PER_MS;
-    let memory = (limits::MEMORY_BASE + limits::MEMORY_PER_BYTE.saturating_mul(text_bytes)).min(limits::MEMORY_MAX);
+    let wall = u64::from(limits::WALL_MS_BASE).saturating_add(text_bytes / limits::WALL_BYTES_PER_MS);
+    let memory = limits::MEMORY_BASE.saturating_add(limits::MEMORY_PER_BYTE.saturating_mul(text_bytes)).min(limits::MEMORY_MAX);
     (fuel, wall.min(u64::from(u32::MAX)) as u32, memory)
 }
 
@@ -650,6 +662,10 @@ mod tests {
         assert!(e("http://localhost/").unwrap().loopback);
         assert!(e("http://example.com/").unwrap_err().contains("loopback host only"));
         assert!(e("http://127.0.0.1.evil.com/").unwrap_err().contains("loopback host only"));
+        assert!(e("http://127.255.0.9/").unwrap().loopback);
+        for not_loopback in ["http://127.0.0/", "http://127..0.1/", "http://127.0.0.256/", "http://127.0.0.0001/", "http://127.0.0.+1/", "http://128.0.0.1/", "http://10.0.0.1/"] {
+            assert!(e(not_loopback).unwrap_err().contains("loopback host only"), "{not_loopback}");
+        }
         assert!(e("ftp://x/").unwrap_err().contains("not an http(s) URL"));
         assert!(e("https://x/?q").unwrap_err().contains("query"));
     }
@@ -664,12 +680,75 @@ mod tests {
     #[test]
     fn file_errors_name_line_and_column_not_content() {
         let e = resolve(&[], Some("enabled = true\nthreshold = 0.25\n")).unwrap_err();
-        assert!(e.starts_with("line 2, column 1:"), "{e}");
+        assert!(e.starts_with("configuration: line 2, column 1:"), "{e}");
+        let e = resolve(&env(&[("HOME", "/h")]), Some("threshold = 0.25\n")).unwrap_err();
+        assert!(e.starts_with("configuration /h/.config/toolprune/config.toml: line 1, column 1:"), "{e}");
         let e = resolve(&[], Some("enabled = true\nsecret_words = \"x\"\n")).unwrap_err();
         assert!(e.contains("unknown key secret_words"), "{e}");
         let e = resolve(&[], Some("a = [\"unclosed\n")).unwrap_err();
-        assert!(e.starts_with("line "), "{e}");
+        assert!(e.starts_with("configuration: line "), "{e}");
         assert!(!e.contains("unclosed"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_file_is_an_error_only_when_toolprune_config_names_it() {
+        let e = resolve(&env(&[("HOME", "/h"), ("TOOLPRUNE_CONFIG", "/typo.toml")]), None).unwrap_err();
+        assert_eq!(e, "configuration /typo.toml: no such file (named by TOOLPRUNE_CONFIG)");
+        assert!(resolve(&env(&[("HOME", "/h")]), None).is_ok(), "the default file may be missing");
+        assert!(resolve(&env(&[("TOOLPRUNE_CONFIG", " ")]), None).is_ok(), "an empty variable names nothing");
+    }
+
+    #[test]
+    fn a_variables_error_names_the_variable_not_the_file() {
+        let e = resolve(&env(&[("HOME", "/h"), ("TOOLPRUNE_THRESHOLD", "0.99")]), None).unwrap_err();
+        assert!(e.starts_with("TOOLPRUNE_THRESHOLD: threshold \"0.99\""), "{e}");
+        let e = resolve(&env(&[("TOOLPRUNE_ENABLED", "maybe")]), None).unwrap_err();
+        assert_eq!(e, "TOOLPRUNE_ENABLED must be 1/true or 0/false");
+        for (v, on) in [("1", true), ("TRUE", true), (" yes ", true), ("on", true), ("0", false), ("false", false), ("No", false), ("off", false)] {
+            assert_eq!(resolve(&env(&[("TOOLPRUNE_ENABLED", v)]), Some("enabled = true\n")).unwrap().enabled, on, "{v}");
+            assert_eq!(resolve(&env(&[("TOOLPRUNE_ENABLED", v)]), Some("enabled = false\n")).unwrap().enabled, on, "{v}");
+        }
+    }
+
+    #[test]
+    fn each_file_value_is_checked_by_its_kind() {
+        let ok = |src: &str| resolve(&[], Some(src));
+        assert!(!ok("enabled = false\n").unwrap().enabled);
+        assert!(ok("enabled = \"yes\"\n").unwrap_err().contains("enabled must be true or false"));
+        assert_eq!(ok("threshold = \"0.3\"\n").unwrap().threshold, 0.3);
+        assert_eq!(ok("threshold = 0.5\n").unwrap().threshold, 0.5);
+        assert!(ok("threshold = \"0.25\"\n").is_err() && ok("threshold = true\n").is_err());
+        assert!(ok("lang = \"JA\"\n").unwrap().lang_ja);
+        assert!(!ok("lang = \"En\"\n").unwrap().lang_ja);
+        for bad in ["lang = \"fr\"\n", "lang = 1\n"] {
+            assert!(ok(bad).unwrap_err().contains("lang must be"), "{bad}");
+        }
+        assert!(ok("prunable = [\"a\", \" \"]\n").unwrap_err().contains("prunable must be a list"));
+        assert_eq!(ok("prunable = [\" a* \"]\n").unwrap().prunable, vec!["a*".to_string()]);
+        for good in ["hook", "argument", "none"] {
+            assert_eq!(ok(&format!("[proxy]\nbasis = \"{good}\"\n")).unwrap().proxy_basis, good);
+        }
+        assert!(ok("[proxy]\nbasis = \"model\"\n").unwrap_err().contains("proxy.basis must be"));
+        for bad in ["0", "1.5", "-3", "1e16", "\"5\""] {
+            assert!(ok(&format!("[store]\nmax_records = {bad}\n")).unwrap_err().contains("must be a whole number"), "{bad}");
+        }
+        assert_eq!(ok("[store]\nmax_records = 1\nmax_chars = 1e15\n").unwrap().store.max_chars, 1_000_000_000_000_000);
+    }
+
+    #[test]
+    fn routes_are_named_by_their_own_names() {
+        for (name, url_end) in [("cloudflare", "/ai/run/typesafe/jev"), ("typesafe", "/v1/systemone"), ("vercel", "/v1/systemone")] {
+            let c = resolve(&env(&[("TOOLPRUNE_JEV_ROUTE", name), ("TOOLPRUNE_JEV_ACCOUNT_ID", "acc")]), None).unwrap();
+            let jev = c.jev.unwrap();
+            assert_eq!(jev.route, name);
+            assert!(jev.url.ends_with(url_end), "{name}: {}", jev.url);
+        }
+        let e = resolve(&env(&[("TOOLPRUNE_JEV_ROUTE", "CloudFlare "), ("TOOLPRUNE_JEV_ACCOUNT_ID", "acc")]), None).unwrap();
+        assert_eq!(e.jev.unwrap().route, "cloudflare");
+        let c = resolve(&env(&[("TOOLPRUNE_JEV_ROUTE", "typesafe"), ("TOOLPRUNE_JEV_MODEL", " ")]), None).unwrap();
+        assert_eq!(c.jev.unwrap().model.as_deref(), Some(DEFAULT_MODEL), "a blank variable is no variable");
+        let c = resolve(&[], Some("[jev]\nroute = \"typesafe\"\nmodel = \" \"\n")).unwrap();
+        assert_eq!(c.jev.unwrap_err(), "the model name is empty");
     }
 
     #[test]
@@ -697,12 +776,14 @@ mod tests {
         assert!(!glob("mcp__fetch__*", "mcp__docs__fetch"));
         assert!(glob("*", ""));
         assert!(!glob("a", "ab"));
+        assert!(glob("a*b*c", "aXbYbZc") && !glob("a*b*c", "aXbYbZ"), "a star backtracks one character at a time");
+        assert!(glob("*fetch", "fetchfetch") && glob("*?h", "fetch"));
     }
 
     #[test]
     fn readers_shells_editors_and_omitted_are_never_prunable() {
         let all = vec!["*".to_string()];
-        for t in ["Read", "Bash", "Edit", "read_file", "run_shell_command", "mcp__filesystem__read_file", "omitted", "mcp__toolprune__omitted", "toolprune__omitted"] {
+        for t in ["Read", "Bash", "Edit", "read_file", "run_shell_command", "mcp__filesystem__read_file", "omitted", "mcp__toolprune__omitted", "toolprune__omitted", "mcp_bash", "mcp_toolprune_omitted"] {
             assert!(!is_prunable(t, &all), "{t}");
         }
         let d: Vec<String> = DEFAULT_PRUNABLE.map(String::from).to_vec();
@@ -744,6 +825,10 @@ mod tests {
         assert_eq!(http_date_ms("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777_000));
         assert_eq!(http_date_ms("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
         assert_eq!(http_date_ms("Sunday, 06-Nov-94 08:49:37 GMT"), None);
+        assert_eq!(http_date_ms("Fri, 31 Dec 1999 23:59:60 GMT"), Some(946_684_800_000), "a leap second is read");
+        for bad in ["Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 06 Nov 1994 08:49:61 GMT", "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1969 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC"] {
+            assert_eq!(http_date_ms(bad), None, "{bad}");
+        }
     }
 
     #[test]
@@ -752,6 +837,13 @@ mod tests {
         let (f1, w1, m1) = call_limits(18_000_000);
         assert!(f1 > f0 && w1 > w0 && m1 >= m0);
         assert!(m1 <= limits::MEMORY_MAX);
+        // base + per byte, exactly (docs/reliability.md "Limits and their defaults").
+        assert_eq!(call_limits(0), (limits::FUEL_BASE, limits::WALL_MS_BASE, limits::MEMORY_BASE));
+        assert_eq!(
+            call_limits(1_000_000),
+            (limits::FUEL_BASE + 1_000_000 * limits::FUEL_PER_BYTE, limits::WALL_MS_BASE + 1_000, limits::MEMORY_BASE + 16_000_000)
+        );
+        assert_eq!(call_limits(u64::MAX).2, limits::MEMORY_MAX);
     }
 
     #[test]

@@ -85,12 +85,29 @@ fn post_tool_use(hook: &Hook<'_>) -> Answer {
     }
 }
 
+/// How much of a transcript's end [`last_user_text`] reads: 8 MiB.
+pub const TRANSCRIPT_TAIL: u64 = 8 << 20;
+
 /// The last user message with text in a Claude Code transcript (JSON lines
 /// `{"type": "user", "message": {"role": "user", "content": …}}`), skipping
 /// meta lines and messages that only carry tool results: the request when
-/// the prompt hook did not record one (installed mid-session).
+/// the prompt hook did not record one (installed mid-session). Only a
+/// regular file is read (a FIFO or a device would block or never end), and
+/// only its last [`TRANSCRIPT_TAIL`] bytes: the last user message is near
+/// the end, and a hook's memory stays bounded whatever the file's size.
 pub fn last_user_text(path: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    // Checked before opening: opening a FIFO blocks until a writer comes.
+    std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok().filter(|m| m.is_file())?.len();
+    let start = len.saturating_sub(TRANSCRIPT_TAIL);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(TRANSCRIPT_TAIL).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    // A tail that starts mid-line drops that partial line.
+    let text = if start > 0 { text.split_once('\n').map_or("", |(_, rest)| rest) } else { &text };
     text.lines().rev().find_map(|line| {
         let entry: Value = serde_json::from_str(line).ok()?;
         if entry.get("type").and_then(Value::as_str) != Some("user") || entry.get("isMeta").and_then(Value::as_bool) == Some(true) {
@@ -114,4 +131,36 @@ pub fn last_user_text(path: &str) -> Option<String> {
             _ => None,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_line(text: &str) -> String {
+        serde_json::json!({"type": "user", "message": {"role": "user", "content": text}}).to_string() + "\n"
+    }
+
+    #[test]
+    fn a_transcript_is_read_from_its_tail_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        // An old message beyond the tail, then filler longer than the tail, then the last one.
+        let filler = format!("{{\"type\":\"assistant\",\"pad\":\"{}\"}}\n", "x".repeat(TRANSCRIPT_TAIL as usize));
+        std::fs::write(&path, user_line("old") + &filler + &user_line("the last request")).unwrap();
+        assert_eq!(last_user_text(path.to_str().unwrap()).as_deref(), Some("the last request"));
+        std::fs::write(&path, user_line("old") + &filler).unwrap();
+        assert_eq!(last_user_text(path.to_str().unwrap()), None, "a message before the tail is not searched for");
+    }
+
+    #[test]
+    fn a_transcript_that_is_not_a_regular_file_is_not_read() {
+        assert_eq!(last_user_text("/dev/zero"), None, "a device never ends");
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(last_user_text(dir.path().to_str().unwrap()), None, "a folder");
+        let fifo = dir.path().join("fifo");
+        if std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()) {
+            assert_eq!(last_user_text(fifo.to_str().unwrap()), None, "a FIFO would block");
+        }
+    }
 }

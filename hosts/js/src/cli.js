@@ -210,7 +210,7 @@ function pruneSetup(pruner, named, threshold) {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // The guest's rule: a broken configuration turns pruning off.
-    process.stderr.write(`toolprune: configuration: ${error.message}; pruning is off\n`);
+    process.stderr.write(`toolprune: ${error.message}; pruning is off\n`);
     return { scorer: 'offline', enabled: false, threshold: checked ?? pruner.defaults.threshold, jevModel: undefined, config: null };
   }
   let jev = null;

@@ -128,7 +128,7 @@ def test_settings_come_from_the_guests_configuration() -> None:
     assert b"threshold=0.1" in flag_wins.stderr
     broken = run(args, data, {"TOOLPRUNE_THRESHOLD": "0.25"})
     assert broken.returncode == 0 and broken.stdout == data
-    assert b"configuration: TOOLPRUNE_THRESHOLD" in broken.stderr and b"pruning is off" in broken.stderr
+    assert b"toolprune: TOOLPRUNE_THRESHOLD: threshold" in broken.stderr and b"pruning is off" in broken.stderr
     no_jev = run(args + ["--scorer", "jev"], data)
     assert no_jev.returncode == 2 and no_jev.stdout == data and b"--scorer jev:" in no_jev.stderr
     default = run(args, data)

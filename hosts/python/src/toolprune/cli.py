@@ -404,7 +404,7 @@ def _prune_setup(pruner: Pruner, named: Optional[str], threshold: Optional[str],
         config = pruner.config()
     except ConfigError as err:
         # The guest's rule: a broken configuration turns pruning off.
-        print(f"toolprune: configuration: {err}; pruning is off", file=sys.stderr)
+        print(f"toolprune: {err}; pruning is off", file=sys.stderr)
         defaults = pruner.settings.defaults()
         return {
             "scorer": OFFLINE,
