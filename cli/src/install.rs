@@ -476,9 +476,11 @@ fn remove(root: &CstRootNode, edit: &Edit) -> bool {
     }
 }
 
-/// Applies `edit` (absent by now). `Err` for a member that exists with
-/// another value (the user's: left alone).
-fn apply(root: &CstRootNode, edit: &Edit, created: &mut Vec<Vec<String>>) -> Result<(), String> {
+/// Applies `edit` (absent by now). `Ok(Some(note))`: a member that exists
+/// with another value, the user's, left alone; `Err`: the settings cannot
+/// take the edit (a key of ours holds another kind of value, a wrapped
+/// entry changed or is gone).
+fn apply(root: &CstRootNode, edit: &Edit, created: &mut Vec<Vec<String>>) -> Result<Option<String>, String> {
     match edit {
         Edit::Append { path, value } => {
             let (last, parents) = path.split_last().ok_or("empty path")?;
@@ -491,17 +493,17 @@ fn apply(root: &CstRootNode, edit: &Edit, created: &mut Vec<Vec<String>>) -> Res
                 }
             };
             array.append(to_input(value));
-            Ok(())
+            Ok(None)
         }
         Edit::Member { path, key, value } => {
             let object = object_or_create(root, path, created)?;
             if object.get(key).is_some() {
                 let mut full = path.clone();
                 full.push(key.clone());
-                return Err(format!("{} is already set to something else; left as it is", full.join(".")));
+                return Ok(Some(format!("{} is already set to something else; left as it is", full.join("."))));
             }
             object.append(key, to_input(value));
-            Ok(())
+            Ok(None)
         }
         Edit::Replace { path, key, from, to } => {
             let mut full = path.clone();
@@ -509,7 +511,7 @@ fn apply(root: &CstRootNode, edit: &Edit, created: &mut Vec<Vec<String>>) -> Res
             match object_at(root, path).and_then(|o| o.get(key)) {
                 Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(from) => {
                     prop.set_value(to_input(to));
-                    Ok(())
+                    Ok(None)
                 }
                 Some(_) => Err(format!("{} changed since it was read; left as it is", full.join("."))),
                 None => Err(format!("{} is not configured", full.join("."))),
@@ -622,8 +624,13 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
         let mut created = Vec::new();
         let mut restore = record.clone();
         remember_one_line(&root, edit, &mut restore);
-        match apply(&root, edit, &mut created) {
-            Ok(()) => {
+        // A key of ours that holds something else (`"hooks": "none"`):
+        // refused, and nothing written — an install that half happened
+        // would print success and leave `doctor` failing.
+        let applied = apply(&root, edit, &mut created)
+            .map_err(|message| format!("{}: {message}; fix or remove it, then install again", file.path.display()))?;
+        match applied {
+            None => {
                 record.restore = restore.restore;
                 if !record.edits.contains(edit) {
                     record.edits.push(edit.clone());
@@ -635,10 +642,7 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
                 }
                 notes.push(format!("added {}", edit.describe()));
             }
-            // A key of ours that holds something else (`"hooks": "none"`):
-            // refused, and nothing written — an install that half happened
-            // would print success and leave `doctor` failing.
-            Err(message) => return Err(format!("{}: {message}; fix or remove it, then install again", file.path.display())),
+            Some(left_alone) => notes.push(format!("warning: {left_alone}")),
         }
     }
     let after = root.to_string();
@@ -822,7 +826,9 @@ pub fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool
                 record.restore.push((entry_path, before[start..end].to_string()));
             }
             let mut created = Vec::new();
-            apply(&root, &edit, &mut created)?;
+            if let Some(left_alone) = apply(&root, &edit, &mut created)? {
+                return Err(left_alone);
+            }
             record.edits.retain(|e| !matches!(e, Edit::Replace { key: k, .. } if k == name));
             record.edits.push(edit.clone());
             notes.push(format!("wrapped {}", edit.describe()));
