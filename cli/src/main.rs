@@ -191,7 +191,9 @@ fn main() -> ExitCode {
         }
         // A mistyped hook command (no agent, an unknown one, extra words):
         // an agent reads exit 2 as "block" and shows stderr, so say nothing
-        // and change nothing — the result reaches the model as it is.
+        // and change nothing — the result reaches the model as it is. The
+        // event is read first, so the agent's write never meets a closed pipe.
+        let _ = std::io::copy(&mut std::io::Read::take(std::io::stdin().lock(), 256 << 20), &mut std::io::sink());
         return ExitCode::SUCCESS;
     }
     let cli = Cli::parse();
