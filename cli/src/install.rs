@@ -256,6 +256,10 @@ pub struct FileRecord {
     pub scope: String,
     /// toolprune created the file.
     pub created_file: bool,
+    /// The file's text when it held no JSON value (empty, blank or only
+    /// comments): put back as it was when nothing else was added since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blank_text: Option<String>,
     /// Folders toolprune created for the file (deepest first), removed again if empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub created_dirs: Vec<String>,
@@ -603,6 +607,7 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
         agent: agent.label().to_string(),
         scope: scope_name(scope),
         created_file: before.is_none(),
+        blank_text: before.clone().filter(|_| root.value().is_none()),
         created_dirs: missing_dirs(&file.path),
         ..FileRecord::default()
     });
@@ -676,7 +681,11 @@ fn uninstall_file(path: &Path, record: &FileRecord) -> Result<Change, String> {
         }
     }
     remove_empty(&root, &record.created);
-    let after = if record.created_file && root_is_empty(&root) { None } else { Some(restore_one_line(root.to_string(), &record.restore)) };
+    let after = match (&record.blank_text, root_is_empty(&root)) {
+        _ if record.created_file && root_is_empty(&root) => None,
+        (Some(blank), true) => Some(blank.clone()),
+        _ => Some(restore_one_line(root.to_string(), &record.restore)),
+    };
     if after.is_none() {
         notes.push("deleted the file toolprune had created".into());
     }
@@ -1318,5 +1327,19 @@ mod tests {
         assert!(report.changed && report.text.contains("dry run"));
         assert!(!paths.home.join(".cursor").exists() && !paths.manifest().exists());
     }
-}
 
+    #[test]
+    fn an_empty_or_comment_only_settings_file_comes_back_byte_for_byte() {
+        for original in ["", "  \n", "// my settings\n"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let paths = paths(tmp.path());
+            let settings = paths.home.join(".cursor/hooks.json");
+            std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+            std::fs::write(&settings, original).unwrap();
+            install(Agent::Cursor, Scope::User, &paths, &globs(), false).unwrap();
+            assert!(std::fs::read_to_string(&settings).unwrap().contains("toolprune"), "{original:?}");
+            uninstall(Agent::Cursor, Scope::User, &paths, false).unwrap();
+            assert_eq!(std::fs::read_to_string(&settings).unwrap(), original);
+        }
+    }
+}
