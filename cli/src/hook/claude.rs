@@ -98,9 +98,8 @@ pub const TRANSCRIPT_TAIL: u64 = 8 << 20;
 pub fn last_user_text(path: &str) -> Option<String> {
     use std::io::{Read as _, Seek as _, SeekFrom};
     // Checked before opening: opening a FIFO blocks until a writer comes.
-    std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    let len = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
     let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok().filter(|m| m.is_file())?.len();
     let start = len.saturating_sub(TRANSCRIPT_TAIL);
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut bytes = Vec::new();
