@@ -654,6 +654,11 @@ fn codex_never_blocks_on_a_failure_or_a_result_it_must_not_touch() {
         let out = scratch.run(&["hook", "codex"], garbage);
         assert_eq!((out.status.code(), out.stdout.len(), out.stderr.len()), (Some(0), 0, 0));
     }
+    // A pruned body longer than Codex's hook-output budget would be cut by Codex: no block.
+    let long = page().repeat(4);
+    let over = with(codex_fetch("e"), json!({"tool_response": {"content": [{"type": "text", "text": long}]}}));
+    assert_eq!(scratch.hook("codex", &over), "");
+    assert!(scratch.log().contains("reason=codex_hook_budget"), "{}", scratch.log());
     // A store that cannot be used: the store root is a file.
     let file = tempfile::NamedTempFile::new().unwrap();
     let broken = Scratch::new().with("TOOLPRUNE_STORE_DIR", file.path().to_string_lossy());

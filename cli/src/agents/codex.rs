@@ -47,6 +47,20 @@ pub fn omitted_tool() -> String {
 /// clamped, with a warning on every run).
 pub const SESSION_END_TIMEOUT: u64 = 3;
 
+/// The most a hook's output may hold before Codex cuts it, in Codex's
+/// tokens (4 bytes each): 2,500 (`HOOK_OUTPUT_TOKEN_LIMIT` in Codex's hooks
+/// crate, not configurable). A longer `reason` reaches the model as its head
+/// and tail with the middle cut and a path to the full text: not verbatim,
+/// kept paragraphs lost. So a pruned body over it is not sent: the result
+/// passes unchanged (`reason=codex_hook_budget`).
+pub const HOOK_OUTPUT_TOKENS: usize = 2_500;
+
+/// Whether `text` fits Codex's hook-output budget (its token estimate:
+/// bytes / 4, rounded up).
+pub fn fits_hook_budget(text: &str) -> bool {
+    text.len().div_ceil(4) <= HOOK_OUTPUT_TOKENS
+}
+
 /// The Codex CLI adapter.
 pub struct Codex;
 
@@ -296,6 +310,9 @@ fn post_tool_use(hook: &Hook<'_>) -> Answer {
     let text = result_text(&hook.event["tool_response"])?;
     let transcript = || hook.str("transcript_path").and_then(last_user_text);
     let pruned = hook.prune(tool, text, &transcript)?;
+    if !fits_hook_budget(&pruned.body) {
+        return Err(Pass::new("codex_hook_budget"));
+    }
     Ok(Some(json!({"decision": "block", "reason": pruned.body})))
 }
 
@@ -347,6 +364,13 @@ mod tests {
         assert_eq!(trust_hash("Stop", None, &timed), trust_hash("Stop", None, &probe("none")));
         timed["timeout"] = json!(30);
         assert_ne!(trust_hash("Stop", None, &timed), trust_hash("Stop", None, &probe("none")));
+    }
+
+    #[test]
+    fn the_hook_budget_is_codexs_estimate() {
+        assert!(fits_hook_budget(&"x".repeat(10_000)));
+        assert!(!fits_hook_budget(&"x".repeat(10_001)));
+        assert!(!fits_hook_budget(&"é".repeat(5_001)), "bytes, not characters");
     }
 
     #[test]
