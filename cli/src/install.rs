@@ -1,20 +1,18 @@
-//! `toolprune install|uninstall|doctor claude-code|gemini|cursor
-//! [--user|--project]`: toolprune's hooks and its `omitted` MCP server in an
-//! agent's settings, together (pruning is never wired without the way back).
-//!
-//! | agent | scope | hooks | MCP server |
-//! |---|---|---|---|
-//! | Claude Code | user | `~/.claude/settings.json` (+ `permissions.allow`) | `~/.claude.json` `mcpServers.toolprune` |
-//! | Claude Code | project | `.claude/settings.json` (+ `permissions.allow`) | `.mcp.json` |
-//! | Gemini CLI | user / project | `~/.gemini/settings.json` / `.gemini/settings.json` (`mcpServers.toolprune` with `trust: true` in the same file) | |
-//! | Cursor | user / project | `~/.cursor/hooks.json` / `.cursor/hooks.json` | `~/.cursor/mcp.json` / `.cursor/mcp.json` |
+//! The installer's engine: toolprune's hooks and its `omitted` MCP server
+//! written into an agent's settings files, together (pruning is never wired
+//! without the way back), and taken out again byte for byte. It knows no
+//! agent: each agent's adapter (the `agents` module) says which files get which
+//! [`Edit`]s (a [`FilePlan`]); the `agents` module runs `install`, `uninstall`
+//! and `doctor` with them. docs/hooks.md lists every agent's files.
 //!
 //! **Edits keep every other byte.** Files are edited as JSONC syntax trees
 //! (`jsonc-parser`'s CST: comments, spacing, key order and unicode stay as
-//! written); toolprune only appends array elements and object members. One
-//! exception: an object written on one line that receives a member becomes
-//! multi-line. A file that does not parse is refused with its error and
-//! nothing is written.
+//! written), or — a `.toml` file (Codex CLI's `config.toml`) — as a
+//! `toml_edit` document ([`toml`]); toolprune only appends array elements
+//! and adds object members (TOML: keys and tables). One exception: a JSON
+//! object written on one line that receives a member becomes multi-line
+//! (put back as written by `uninstall`). A file that does not parse is
+//! refused with its error and nothing is written.
 //!
 //! **Exactly what was added.** Each edit is recorded in a manifest
 //! (`$XDG_CONFIG_HOME/toolprune/installed.json`, else
@@ -35,8 +33,12 @@ use jsonc_parser::ParseOptions;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::hook::common::SERVER_NAME;
-use crate::hook::Agent;
+mod toml;
+
+/// The key of toolprune's MCP server in the agents' settings: the tool is
+/// `mcp__toolprune__omitted` (Claude Code, Codex CLI), `mcp_toolprune_omitted`
+/// (Gemini CLI; a key must not contain `_` there).
+pub const SERVER_NAME: &str = "toolprune";
 
 /// Where the entries go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,16 +48,6 @@ pub enum Scope {
     User,
     /// The current directory's project settings (shared with the repository).
     Project,
-}
-
-/// Claude Code's name of toolprune's tool (`mcp__<server>__<tool>`).
-pub fn claude_tool() -> String {
-    format!("mcp__{SERVER_NAME}__omitted")
-}
-
-/// Gemini CLI's name of toolprune's tool (`mcp_<server>_<tool>`).
-pub fn gemini_tool() -> String {
-    format!("mcp_{SERVER_NAME}_omitted")
 }
 
 /// The places and the program the entries name.
@@ -69,6 +61,8 @@ pub struct Paths {
     pub config_dir: PathBuf,
     /// The absolute path of this `toolprune` binary (what the hooks run).
     pub binary: PathBuf,
+    /// Codex CLI's settings folder: `$CODEX_HOME`, else `~/.codex`.
+    pub codex_home: PathBuf,
 }
 
 impl Paths {
@@ -86,7 +80,8 @@ impl Paths {
         let binary = std::env::current_exe()
             .and_then(|p| p.canonicalize())
             .map_err(|e| format!("the path of this toolprune binary: {e}"))?;
-        Ok(Paths { home, project, config_dir, binary })
+        let codex_home = env("CODEX_HOME").filter(|d| !d.is_empty()).map(PathBuf::from).unwrap_or_else(|| home.join(".codex"));
+        Ok(Paths { home, project, config_dir, binary, codex_home })
     }
 
     /// `installed.json`.
@@ -147,14 +142,17 @@ pub enum Edit {
 }
 
 impl Edit {
-    fn append(path: &[&str], value: Value) -> Edit {
+    /// Append `value` to the array at `path`.
+    pub fn append(path: &[&str], value: Value) -> Edit {
         Edit::Append { path: path.iter().map(|s| s.to_string()).collect(), value }
     }
-    fn member(path: &[&str], key: &str, value: Value) -> Edit {
+    /// Add `key` = `value` to the object (table) at `path`.
+    pub fn member(path: &[&str], key: &str, value: Value) -> Edit {
         Edit::Member { path: path.iter().map(|s| s.to_string()).collect(), key: key.to_string(), value }
     }
 
-    fn describe(&self) -> String {
+    /// One line for the report: `hooks.PostToolUse += {…}`.
+    pub fn describe(&self) -> String {
         match self {
             Edit::Append { path, value } => format!("{} += {}", path.join("."), value),
             Edit::Member { path, key, value } => {
@@ -171,83 +169,21 @@ impl Edit {
     }
 }
 
-/// The edits of one file.
-#[derive(Clone, Debug)]
+/// The edits of one file: `path` is absolute; a `.toml` path is edited as
+/// TOML, any other as JSON with comments.
+#[derive(Clone, Debug, PartialEq)]
 pub struct FilePlan {
     pub path: PathBuf,
     pub edits: Vec<Edit>,
 }
 
-/// What `install` writes for `agent` in `scope`. `prunable` are the
-/// configuration's tool-name globs (the post-tool matcher).
-pub fn plan(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String]) -> Vec<FilePlan> {
-    let bin = paths.binary.to_string_lossy().into_owned();
-    let command = format!("{} hook {}", shell_word(&bin), agent.label());
-    let base = match scope {
-        Scope::User => paths.home.clone(),
-        Scope::Project => paths.project.clone(),
-    };
-    match agent {
-        Agent::ClaudeCode => {
-            let hook = |extra: Option<(&str, Value)>| {
-                let mut h = json!({"type": "command", "command": command});
-                if let Some((k, v)) = extra {
-                    h[k] = v;
-                }
-                h
-            };
-            let settings = FilePlan {
-                path: base.join(".claude").join("settings.json"),
-                edits: vec![
-                    Edit::append(&["hooks", "UserPromptSubmit"], json!({"hooks": [hook(None)]})),
-                    Edit::append(&["hooks", "PreToolUse"], json!({"matcher": claude_tool(), "hooks": [hook(None)]})),
-                    Edit::append(
-                        &["hooks", "PostToolUse"],
-                        json!({"matcher": matcher(prunable, &[]), "hooks": [hook(Some(("timeout", json!(30))))]}),
-                    ),
-                    Edit::append(&["hooks", "SessionEnd"], json!({"hooks": [hook(Some(("timeout", json!(10))))]})),
-                    Edit::append(&["permissions", "allow"], json!(claude_tool())),
-                ],
-            };
-            let server = json!({"type": "stdio", "command": bin, "args": ["mcp"]});
-            let mcp = match scope {
-                Scope::User => FilePlan { path: paths.home.join(".claude.json"), edits: vec![Edit::member(&["mcpServers"], SERVER_NAME, server)] },
-                Scope::Project => FilePlan { path: paths.project.join(".mcp.json"), edits: vec![Edit::member(&["mcpServers"], SERVER_NAME, server)] },
-            };
-            vec![settings, mcp]
-        }
-        Agent::Gemini => {
-            let hook = |timeout: u64| json!({"type": "command", "command": command, "name": "toolprune", "timeout": timeout});
-            vec![FilePlan {
-                path: base.join(".gemini").join("settings.json"),
-                edits: vec![
-                    Edit::append(&["hooks", "BeforeAgent"], json!({"hooks": [hook(10_000)]})),
-                    Edit::append(
-                        &["hooks", "AfterTool"],
-                        json!({"matcher": matcher(prunable, &[gemini_tool()]), "hooks": [hook(30_000)]}),
-                    ),
-                    Edit::append(&["hooks", "SessionEnd"], json!({"hooks": [hook(10_000)]})),
-                    Edit::member(&["mcpServers"], SERVER_NAME, json!({"command": bin, "args": ["mcp"], "trust": true})),
-                ],
-            }]
-        }
-        Agent::Cursor => {
-            let dir = base.join(".cursor");
-            vec![
-                FilePlan {
-                    path: dir.join("hooks.json"),
-                    edits: vec![
-                        Edit::member(&[], "version", json!(1)),
-                        Edit::append(&["hooks", "beforeSubmitPrompt"], json!({"command": command, "type": "command", "timeout": 10})),
-                        Edit::append(&["hooks", "postToolUse"], json!({"command": command, "type": "command", "timeout": 30})),
-                        Edit::append(&["hooks", "sessionEnd"], json!({"command": command, "type": "command", "timeout": 10})),
-                    ],
-                },
-                FilePlan { path: dir.join("mcp.json"), edits: vec![Edit::member(&["mcpServers"], SERVER_NAME, json!({"command": bin, "args": ["mcp"]}))] },
-            ]
-        }
-    }
-}
+/// The texts the files of an install will have, in plan order (`None`: the
+/// file will not exist), as [`install`] computed them before writing.
+pub type Staged = [(PathBuf, Option<String>)];
+
+/// Completes a file's plan from what the files before it will hold (Codex
+/// CLI's trust records name positions in its `hooks.json`).
+pub type Refine<'a> = &'a dyn Fn(&mut FilePlan, &Staged);
 
 /// What the manifest remembers of one file.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -311,6 +247,96 @@ fn parse(path: &Path, text: &str) -> Result<CstRootNode, String> {
         Some(CstNode::Container(c)) if c.as_object().is_some() => Ok(root),
         Some(_) => Err(format!("{} is not a JSON object; nothing was changed", path.display())),
     }
+}
+
+/// A parsed settings file: JSON with comments, or TOML.
+enum Doc {
+    Json(CstRootNode),
+    Toml(toml::TomlDoc),
+}
+
+fn is_toml(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == "toml")
+}
+
+impl Doc {
+    /// Parses `text` as the file at `path` is written (by its extension).
+    fn parse(path: &Path, text: &str) -> Result<Doc, String> {
+        if is_toml(path) {
+            toml::TomlDoc::parse(text).map(Doc::Toml).map_err(|e| format!("{} does not parse: {e}; nothing was changed", path.display()))
+        } else {
+            parse(path, text).map(Doc::Json)
+        }
+    }
+
+    fn present(&self, edit: &Edit) -> bool {
+        match self {
+            Doc::Json(root) => present(root, edit),
+            Doc::Toml(doc) => doc.present(edit),
+        }
+    }
+
+    fn remove(&mut self, edit: &Edit) -> bool {
+        match self {
+            Doc::Json(root) => remove(root, edit),
+            Doc::Toml(doc) => doc.remove(edit),
+        }
+    }
+
+    fn apply(&mut self, edit: &Edit, created: &mut Vec<Vec<String>>) -> Result<Option<String>, String> {
+        match self {
+            Doc::Json(root) => apply(root, edit, created),
+            Doc::Toml(doc) => doc.apply(edit, created),
+        }
+    }
+
+    fn remove_empty(&mut self, created: &[Vec<String>]) {
+        match self {
+            Doc::Json(root) => remove_empty(root, created),
+            Doc::Toml(doc) => doc.remove_empty(created),
+        }
+    }
+
+    /// No member at all (an empty object, or no value: blank or comments).
+    fn is_empty(&self) -> bool {
+        match self {
+            Doc::Json(root) => root_is_empty(root),
+            Doc::Toml(doc) => doc.is_empty(),
+        }
+    }
+
+    /// No value at all: blank or comments only (TOML: no key).
+    fn is_blank(&self) -> bool {
+        match self {
+            Doc::Json(root) => root.value().is_none(),
+            Doc::Toml(doc) => doc.is_empty(),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Doc::Json(root) => root.to_string(),
+            Doc::Toml(doc) => doc.text(),
+        }
+    }
+
+    /// The whole file as JSON (an empty object when blank).
+    fn value(&self) -> Value {
+        match self {
+            Doc::Json(root) => root.value().and_then(|v| v.to_serde_value()).unwrap_or_else(|| json!({})),
+            Doc::Toml(doc) => doc.value(),
+        }
+    }
+}
+
+/// A TOML text as JSON (none when it does not parse).
+pub fn toml_value(text: &str) -> Option<Value> {
+    toml::TomlDoc::parse(text).ok().map(|d| d.value())
+}
+
+/// The JSON value at `path` (object keys) in `value`.
+fn value_at<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
 }
 
 /// The order keys are written in (toolprune's own values; a serde_json map is sorted).
@@ -600,14 +626,14 @@ fn scope_name(scope: Scope) -> String {
     }
 }
 
-fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: Scope) -> Result<Change, String> {
+fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: &str, scope: Scope) -> Result<Change, String> {
     let before = read_optional(&file.path)?;
-    let root = parse(&file.path, before.as_deref().unwrap_or(""))?;
+    let mut root = Doc::parse(&file.path, before.as_deref().unwrap_or(""))?;
     let mut record = old.cloned().unwrap_or_else(|| FileRecord {
-        agent: agent.label().to_string(),
+        agent: agent.to_string(),
         scope: scope_name(scope),
         created_file: before.is_none(),
-        blank_text: before.clone().filter(|_| root.value().is_none()),
+        blank_text: before.clone().filter(|_| root.is_blank()),
         created_dirs: missing_dirs(&file.path),
         ..FileRecord::default()
     });
@@ -617,22 +643,25 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
     let wrap = |e: &Edit| matches!(e, Edit::Replace { .. });
     let stale: Vec<Edit> = record.edits.iter().filter(|e| !wrap(e) && !file.edits.contains(e)).cloned().collect();
     for edit in &stale {
-        if remove(&root, edit) {
+        if root.remove(edit) {
             notes.push(format!("replaced {}", edit.describe()));
         }
     }
     record.edits.retain(|e| wrap(e) || file.edits.contains(e));
     for edit in &file.edits {
-        if present(&root, edit) {
+        if root.present(edit) {
             continue;
         }
         let mut created = Vec::new();
         let mut restore = record.clone();
-        remember_one_line(&root, edit, &mut restore);
+        if let Doc::Json(json) = &root {
+            remember_one_line(json, edit, &mut restore);
+        }
         // A key of ours that holds something else (`"hooks": "none"`):
         // refused, and nothing written — an install that half happened
         // would print success and leave `doctor` failing.
-        let applied = apply(&root, edit, &mut created)
+        let applied = root
+            .apply(edit, &mut created)
             .map_err(|message| format!("{}: {message}; fix or remove it, then install again", file.path.display()))?;
         match applied {
             None => {
@@ -650,7 +679,7 @@ fn install_file(file: &FilePlan, old: Option<&FileRecord>, agent: Agent, scope: 
             Some(left_alone) => notes.push(format!("warning: {left_alone}")),
         }
     }
-    let after = root.to_string();
+    let after = root.text();
     let after = if before.as_deref() == Some(after.as_str()) {
         before.clone()
     } else if before.is_none() && !after.ends_with('\n') {
@@ -671,20 +700,20 @@ fn uninstall_file(path: &Path, record: &FileRecord) -> Result<Change, String> {
     let Some(text) = before.clone() else {
         return Ok(Change { path: path.to_path_buf(), before: None, after: None, record: None, notes: vec!["already gone".into()] });
     };
-    let root = parse(path, &text)?;
+    let mut root = Doc::parse(path, &text)?;
     let mut notes = Vec::new();
     for edit in &record.edits {
-        if remove(&root, edit) {
+        if root.remove(edit) {
             notes.push(format!("removed {}", edit.describe()));
-        } else if !present(&root, edit) {
+        } else if !root.present(edit) {
             notes.push(format!("not found (changed or removed since): {}", edit.describe()));
         }
     }
-    remove_empty(&root, &record.created);
-    let after = match (&record.blank_text, root_is_empty(&root)) {
-        _ if record.created_file && root_is_empty(&root) => None,
+    root.remove_empty(&record.created);
+    let after = match (&record.blank_text, root.is_empty()) {
+        _ if record.created_file && root.is_empty() => None,
         (Some(blank), true) => Some(blank.clone()),
-        _ => Some(restore_one_line(root.to_string(), &record.restore)),
+        _ => Some(restore_one_line(root.text(), &record.restore)),
     };
     if after.is_none() {
         notes.push("deleted the file toolprune had created".into());
@@ -753,64 +782,61 @@ fn commit(changes: &[Change], manifest: &mut Manifest, manifest_path: &Path, dry
     Ok(Report { text, changed })
 }
 
-/// `toolprune install AGENT`: adds the hooks and the MCP server (see the
-/// module). Errors: a settings file or the manifest does not parse (nothing
-/// written), or a file cannot be written.
-pub fn install(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String], dry_run: bool) -> Result<Report, String> {
-    let mut manifest = Manifest::load(&paths.manifest())?;
-    let changes: Vec<Change> = plan(agent, scope, paths, prunable)
-        .iter()
-        .map(|file| install_file(file, manifest.files.get(&*file.path.to_string_lossy()), agent, scope))
-        .collect::<Result<_, _>>()?;
-    commit(&changes, &mut manifest, &paths.manifest(), dry_run)
+/// Installs the agent labelled `agent`: applies `plans` in order (each
+/// first completed by `refine` from the texts the files before it will have)
+/// and records every edit in the manifest at `manifest`. Idempotent; our
+/// own entries the plans no longer have are replaced. Errors: a settings
+/// file or the manifest does not parse, or a key of ours holds another kind
+/// of value (nothing written), or a file cannot be written.
+pub fn install(agent: &str, scope: Scope, plans: &[FilePlan], refine: Refine<'_>, manifest: &Path, dry_run: bool) -> Result<Report, String> {
+    let manifest_path = manifest;
+    let mut manifest = Manifest::load(manifest_path)?;
+    let mut staged: Vec<(PathBuf, Option<String>)> = Vec::new();
+    let mut changes: Vec<Change> = Vec::new();
+    for plan in plans {
+        let mut file = plan.clone();
+        refine(&mut file, &staged);
+        let change = install_file(&file, manifest.files.get(&*file.path.to_string_lossy()), agent, scope)?;
+        staged.push((change.path.clone(), change.after.clone()));
+        changes.push(change);
+    }
+    commit(&changes, &mut manifest, manifest_path, dry_run)
 }
 
-/// `toolprune uninstall AGENT`: removes exactly what `install` recorded for
-/// this agent and scope. Errors as [`install`].
-pub fn uninstall(agent: Agent, scope: Scope, paths: &Paths, dry_run: bool) -> Result<Report, String> {
-    let mut manifest = Manifest::load(&paths.manifest())?;
+/// Removes exactly what `install` recorded for the agent labelled `agent`
+/// in `scope` (the manifest at `manifest`). Errors as [`install`].
+pub fn uninstall(agent: &str, scope: Scope, manifest: &Path, dry_run: bool) -> Result<Report, String> {
+    let manifest_path = manifest;
+    let mut manifest = Manifest::load(manifest_path)?;
     let ours: Vec<(String, FileRecord)> = manifest
         .files
         .iter()
-        .filter(|(_, r)| r.agent == agent.label() && r.scope == scope_name(scope))
+        .filter(|(_, r)| r.agent == agent && r.scope == scope_name(scope))
         .map(|(k, r)| (k.clone(), r.clone()))
         .collect();
     if ours.is_empty() {
-        return Ok(Report { text: format!("toolprune is not installed for {} ({} scope)\n", agent.label(), scope_name(scope)), changed: false });
+        return Ok(Report { text: format!("toolprune is not installed for {agent} ({} scope)\n", scope_name(scope)), changed: false });
     }
     let changes: Vec<Change> = ours.iter().map(|(path, record)| uninstall_file(Path::new(path), record)).collect::<Result<_, _>>()?;
-    commit(&changes, &mut manifest, &paths.manifest(), dry_run)
-}
-
-/// The file that holds `agent`'s MCP servers in `scope`: Claude Code
-/// `~/.claude.json` / `.mcp.json`, Gemini CLI `settings.json`, Cursor `mcp.json`.
-pub fn mcp_file(agent: Agent, scope: Scope, paths: &Paths) -> PathBuf {
-    let base = match scope {
-        Scope::User => paths.home.clone(),
-        Scope::Project => paths.project.clone(),
-    };
-    match (agent, scope) {
-        (Agent::ClaudeCode, Scope::User) => paths.home.join(".claude.json"),
-        (Agent::ClaudeCode, Scope::Project) => paths.project.join(".mcp.json"),
-        (Agent::Gemini, _) => base.join(".gemini").join("settings.json"),
-        (Agent::Cursor, _) => base.join(".cursor").join("mcp.json"),
-    }
+    commit(&changes, &mut manifest, manifest_path, dry_run)
 }
 
 /// `toolprune install AGENT --wrap NAME`: rewrites the MCP server entry
-/// `mcpServers.NAME` (already configured) to start `toolprune mcp-proxy`
-/// in front of it (`proxy::wrap::wrapped`), every other byte of the file
-/// kept; the manifest keeps the original entry for `uninstall`. A second
-/// run changes nothing. Errors: no such entry, it already goes through a
-/// proxy, an SSE server, a file or manifest that does not parse.
-pub fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+/// `NAME` of the table `servers` (`mcpServers`; Codex: `mcp_servers`) in
+/// the agent's MCP file `path` (already configured) to start `toolprune
+/// mcp-proxy` in front of it (`proxy::wrap::wrapped`, running `paths.binary`),
+/// every other byte of the file kept; the manifest keeps the original entry
+/// for `uninstall`. A second run changes nothing. Errors: no such entry, it
+/// already goes through a proxy, an SSE server, a file or manifest that does
+/// not parse.
+pub fn wrap(agent: &str, scope: Scope, (path, servers): (&Path, &str), paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
     let mut manifest = Manifest::load(&paths.manifest())?;
-    let path = mcp_file(agent, scope, paths);
+    let path = path.to_path_buf();
     let key = path.to_string_lossy().into_owned();
     let before = read_optional(&path)?.ok_or_else(|| format!("{} does not exist: no server {name} to wrap", path.display()))?;
-    let root = parse(&path, &before)?;
+    let mut root = Doc::parse(&path, &before)?;
     let mut record = manifest.files.get(&key).cloned().unwrap_or_else(|| FileRecord {
-        agent: agent.label().to_string(),
+        agent: agent.to_string(),
         scope: scope_name(scope),
         created_file: false,
         ..FileRecord::default()
@@ -818,24 +844,25 @@ pub fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool
     let ours = record.edits.iter().find(|e| matches!(e, Edit::Replace { key: k, .. } if k == name)).cloned();
     let mut notes = Vec::new();
     match ours {
-        Some(edit) if present(&root, &edit) => notes.push(format!("{name} already goes through toolprune mcp-proxy")),
+        Some(edit) if root.present(&edit) => notes.push(format!("{name} already goes through toolprune mcp-proxy")),
         _ => {
-            let entry = object_at(&root, &["mcpServers".to_string()])
+            let entry = root
+                .value()
+                .get(servers)
                 .and_then(|o| o.get(name))
-                .and_then(|p| p.value())
-                .and_then(|v| v.to_serde_value())
-                .ok_or_else(|| format!("{}: mcpServers.{name} is not configured", path.display()))?;
+                .cloned()
+                .ok_or_else(|| format!("{}: {servers}.{name} is not configured", path.display()))?;
             let wrapped = crate::proxy::wrap::wrapped(&entry, name, &paths.binary.to_string_lossy())?;
-            let edit = Edit::Replace { path: vec!["mcpServers".into()], key: name.to_string(), from: entry, to: wrapped };
+            let edit = Edit::Replace { path: vec![servers.into()], key: name.to_string(), from: entry, to: wrapped };
             // The entry's own text, to put back byte for byte (`restore_one_line`
             // puts back any remembered container that holds its value again).
-            let entry_path = vec!["mcpServers".to_string(), name.to_string()];
-            if let Some((start, end)) = span_at(&before, &entry_path) {
+            let entry_path = vec![servers.to_string(), name.to_string()];
+            if let Some((start, end)) = span_at(&before, &entry_path).filter(|_| !is_toml(&path)) {
                 record.restore.retain(|(p, _)| p != &entry_path);
                 record.restore.push((entry_path, before[start..end].to_string()));
             }
             let mut created = Vec::new();
-            if let Some(left_alone) = apply(&root, &edit, &mut created)? {
+            if let Some(left_alone) = root.apply(&edit, &mut created)? {
                 return Err(left_alone);
             }
             record.edits.retain(|e| !matches!(e, Edit::Replace { key: k, .. } if k == name));
@@ -843,7 +870,7 @@ pub fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool
             notes.push(format!("wrapped {}", edit.describe()));
         }
     }
-    let after = root.to_string();
+    let after = root.text();
     let change = Change { path: path.clone(), before: Some(before), after: Some(after), record: Some(record), notes };
     commit(&[change], &mut manifest, &paths.manifest(), dry_run)
 }
@@ -851,9 +878,9 @@ pub fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool
 /// `toolprune uninstall AGENT --wrap NAME`: puts the original entry of a
 /// server wrapped by [`wrap`] back (when the entry is still what `wrap`
 /// wrote; a changed entry is left alone and said so). The hooks stay.
-pub fn unwrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+pub fn unwrap((path, servers): (&Path, &str), paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
     let mut manifest = Manifest::load(&paths.manifest())?;
-    let path = mcp_file(agent, scope, paths);
+    let path = path.to_path_buf();
     let key = path.to_string_lossy().into_owned();
     let Some(mut record) = manifest.files.get(&key).cloned() else {
         return Ok(Report { text: format!("{name} was not wrapped by toolprune in {}\n", path.display()), changed: false });
@@ -865,18 +892,18 @@ pub fn unwrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bo
     let mut notes = Vec::new();
     let after = match &before {
         Some(text) => {
-            let root = parse(&path, text)?;
-            if remove(&root, &edit) {
-                notes.push(format!("put back mcpServers.{name} as it was"));
+            let mut root = Doc::parse(&path, text)?;
+            if root.remove(&edit) {
+                notes.push(format!("put back {servers}.{name} as it was"));
             } else {
-                notes.push(format!("mcpServers.{name} changed since it was wrapped; left as it is"));
+                notes.push(format!("{servers}.{name} changed since it was wrapped; left as it is"));
             }
-            Some(restore_one_line(root.to_string(), &record.restore))
+            Some(restore_one_line(root.text(), &record.restore))
         }
         None => None,
     };
     record.edits.retain(|e| e != &edit);
-    record.restore.retain(|(p, _)| p.as_slice() != ["mcpServers".to_string(), name.to_string()]);
+    record.restore.retain(|(p, _)| p.as_slice() != [servers.to_string(), name.to_string()]);
     let change = Change { path, before, after, record: Some(record), notes };
     commit(&[change], &mut manifest, &paths.manifest(), dry_run)
 }
@@ -948,9 +975,9 @@ fn executable(path: &str) -> bool {
 /// each hook entry present with the expected matcher and a command that runs
 /// an existing `toolprune … hook AGENT`, the MCP server registered with an
 /// existing binary and `mcp`, Claude Code's permission entry.
-pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String]) -> Vec<Check> {
+pub fn check_settings(agent: &str, plans: &[FilePlan]) -> Vec<Check> {
     let mut checks = Vec::new();
-    for file in plan(agent, scope, paths, prunable) {
+    for file in plans {
         let text = match read_optional(&file.path) {
             Ok(Some(text)) => text,
             Ok(None) => {
@@ -962,23 +989,24 @@ pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[Str
                 continue;
             }
         };
-        let root = match parse(&file.path, &text) {
-            Ok(root) => root,
+        let doc = match Doc::parse(&file.path, &text) {
+            Ok(doc) => doc,
             Err(e) => {
                 checks.push(Check { ok: false, what: e });
                 continue;
             }
         };
+        let root = doc.value();
         for edit in &file.edits {
             let (ok, what) = match edit {
                 Edit::Append { path, value } if value.get("hooks").is_some() || value.get("command").is_some() => {
-                    let elements = array_at(&root, path).map(|a| a.elements()).unwrap_or_default();
-                    let ours = elements.iter().filter_map(|e| e.to_serde_value()).find(|e| {
+                    let elements = value_at(&root, path).and_then(Value::as_array).cloned().unwrap_or_default();
+                    let ours = elements.into_iter().find(|e| {
                         let commands: Vec<String> = match e.get("hooks").and_then(Value::as_array) {
                             Some(hooks) => hooks.iter().filter_map(|h| h.get("command").and_then(Value::as_str)).map(String::from).collect(),
                             None => e.get("command").and_then(Value::as_str).map(String::from).into_iter().collect(),
                         };
-                        commands.iter().any(|c| c.trim_end().ends_with(&format!("hook {}", agent.label())))
+                        commands.iter().any(|c| c.trim_end().ends_with(&format!("hook {agent}")))
                     });
                     match ours {
                         None => (false, format!("{}: no toolprune hook in {}", file.path.display(), path.join("."))),
@@ -1003,7 +1031,7 @@ pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[Str
                                         path.join("."),
                                         entry.get("matcher").unwrap_or(&Value::Null),
                                         value.get("matcher").unwrap_or(&Value::Null),
-                                        agent.label()
+                                        agent
                                     ),
                                 )
                             } else {
@@ -1013,7 +1041,7 @@ pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[Str
                     }
                 }
                 Edit::Member { path, key, value } if value.get("command").is_some() => {
-                    let found = object_at(&root, path).and_then(|o| o.get(key)).and_then(|p| p.value()).and_then(|v| v.to_serde_value());
+                    let found = value_at(&root, path).and_then(|o| o.get(key)).cloned();
                     match found {
                         None => (false, format!("{}: no MCP server {key}", file.path.display())),
                         Some(server) => {
@@ -1029,7 +1057,7 @@ pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[Str
                     }
                 }
                 other => {
-                    let ok = present(&root, other);
+                    let ok = doc.present(other);
                     (ok, format!("{}: {}{}", file.path.display(), other.describe(), if ok { "" } else { " is missing" }))
                 }
             };
@@ -1039,11 +1067,12 @@ pub fn check_settings(agent: Agent, scope: Scope, paths: &Paths, prunable: &[Str
     checks
 }
 
-/// `toolprune doctor AGENT`: the settings ([`check_settings`]), then the
-/// component (loads, disk cache), the configuration (resolves), and the
-/// store root (private and writable). Returns the report and whether every
-/// check passed.
-pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
+/// `toolprune doctor AGENT` for the agent labelled `agent`: the component
+/// (loads, disk cache), the configuration (resolves), the settings
+/// (`settings(prunable globs)`: [`check_settings`] and the agent's own
+/// checks), and the store root (private and writable). Returns the report
+/// and whether every check passed.
+pub fn doctor(agent: &str, scope: Scope, settings: &dyn Fn(&[String]) -> Vec<Check>, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
     let mut checks = Vec::new();
     let pruner = toolprune::Pruner::shared();
     let config = match &pruner {
@@ -1073,7 +1102,7 @@ pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> O
         }
     };
     let prunable = config.as_ref().map(|c| c.prunable.clone()).unwrap_or_default();
-    checks.extend(check_settings(agent, scope, paths, &prunable));
+    checks.extend(settings(&prunable));
     match crate::store::Root::from_env(env) {
         Ok(root) => {
             let probe = root.session("doctor", &format!("{}", std::process::id())).and_then(|s| {
@@ -1095,14 +1124,36 @@ pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> O
     let _ = writeln!(
         text,
         "{}",
-        if ok { format!("toolprune is ready in {} ({} scope)", agent.label(), scope_name(scope)) } else { format!("something is missing: run `toolprune install {}`", agent.label()) }
+        if ok { format!("toolprune is ready in {agent} ({} scope)", scope_name(scope)) } else { format!("something is missing: run `toolprune install {agent}`") }
     );
     (text, ok)
 }
 
 #[cfg(test)]
 mod tests {
+    //! The engine through every agent's adapter (`crate::agents`), as
+    //! `toolprune install|uninstall AGENT` runs it.
     use super::*;
+    use crate::agents::Agent;
+
+    fn plan(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String]) -> Vec<FilePlan> {
+        agent.adapter().plan(scope, paths, prunable).unwrap()
+    }
+    fn install(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String], dry_run: bool) -> Result<Report, String> {
+        crate::agents::install(agent, scope, paths, prunable, dry_run)
+    }
+    fn uninstall(agent: Agent, scope: Scope, paths: &Paths, dry_run: bool) -> Result<Report, String> {
+        crate::agents::uninstall(agent, scope, paths, dry_run)
+    }
+    fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+        crate::agents::wrap(agent, scope, paths, name, dry_run)
+    }
+    fn unwrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+        crate::agents::unwrap(agent, scope, paths, name, dry_run)
+    }
+    fn mcp_file(agent: Agent, scope: Scope, paths: &Paths) -> PathBuf {
+        agent.adapter().mcp_file(scope, paths).0
+    }
 
     fn paths(dir: &Path) -> Paths {
         Paths {
@@ -1110,6 +1161,7 @@ mod tests {
             project: dir.join("project"),
             config_dir: dir.join("home/.config/toolprune"),
             binary: PathBuf::from("/opt/tool prune/bin/toolprune"),
+            codex_home: dir.join("home/.codex"),
         }
     }
 
@@ -1193,11 +1245,17 @@ mod tests {
     }
 
     fn round_trip(agent: Agent, scope: Scope, original: Option<&str>) {
+        round_trip_with(agent, scope, &|_| original.map(str::to_string))
+    }
+
+    /// Install, again, uninstall, with each planned file first holding
+    /// `original(path)` (none: missing).
+    fn round_trip_with(agent: Agent, scope: Scope, original: &dyn Fn(&Path) -> Option<String>) {
         let tmp = tempfile::tempdir().unwrap();
         let paths = paths(tmp.path());
         let files = plan(agent, scope, &paths, &globs());
         for file in &files {
-            if let Some(text) = original {
+            if let Some(text) = original(&file.path) {
                 std::fs::create_dir_all(file.path.parent().unwrap()).unwrap();
                 std::fs::write(&file.path, text).unwrap();
             }
@@ -1208,9 +1266,9 @@ mod tests {
         for (file, text) in files.iter().zip(&installed) {
             let text = text.as_ref().expect("written");
             for edit in &file.edits {
-                assert!(present(&parse(&file.path, text).unwrap(), edit), "{}: {}", file.path.display(), edit.describe());
+                assert!(Doc::parse(&file.path, text).unwrap().present(edit), "{}: {}", file.path.display(), edit.describe());
             }
-            if original.is_some_and(|o| o.contains("// the user's comment")) {
+            if original(&file.path).is_some_and(|o| o.contains("// the user's comment")) {
                 assert!(text.contains("// the user's comment") && text.contains("\"model\" :  \"opus\",\t") && text.contains("こんにちは ✓ \\u00e9"));
             }
         }
@@ -1221,12 +1279,13 @@ mod tests {
         let removed = uninstall(agent, scope, &paths, false).unwrap();
         assert!(removed.changed);
         for file in &files {
-            match original {
+            match original(&file.path) {
                 Some(text) => assert_eq!(std::fs::read_to_string(&file.path).unwrap(), text, "{}", file.path.display()),
                 None => {
                     assert!(!file.path.exists(), "{} was created by install and removed", file.path.display());
                     let parent = file.path.parent().unwrap();
-                    assert!(!parent.exists() || parent == paths.home || parent == paths.project, "{} was created by install and removed", parent.display());
+                    let users = files.iter().any(|f| f.path.parent() == Some(parent) && original(&f.path).is_some());
+                    assert!(users || !parent.exists() || parent == paths.home || parent == paths.project, "{} was created by install and removed", parent.display());
                 }
             }
         }
@@ -1246,6 +1305,80 @@ mod tests {
                 round_trip(agent, scope, None);
             }
         }
+    }
+
+    /// A Codex `config.toml` with the user's comments, settings and servers.
+    const CODEX_CONFIG: &str = "# my Codex settings\nmodel = \"gpt-5\"   # fast\n\n[mcp_servers.fetch]\ncommand = \"uvx\"\nargs = [\"mcp-server-fetch\"]\n\n[projects.\"/home/me/x\"]\ntrust_level = \"trusted\"\n";
+
+    #[test]
+    fn codex_install_then_uninstall_gives_the_original_bytes() {
+        let hooks = |json: &'static str| move |p: &Path| Some(if p.extension().is_some_and(|x| x == "toml") { CODEX_CONFIG.to_string() } else { json.to_string() });
+        round_trip_with(Agent::Codex, Scope::User, &hooks("{\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}]\n  }\n}\n"));
+        round_trip_with(Agent::Codex, Scope::User, &hooks("{}"));
+        round_trip_with(Agent::Codex, Scope::User, &|p: &Path| p.extension().is_some_and(|x| x == "toml").then(|| CODEX_CONFIG.to_string()));
+        round_trip_with(Agent::Codex, Scope::User, &|p: &Path| p.extension().is_some_and(|x| x == "toml").then(|| "# only a comment\n".to_string()));
+        round_trip(Agent::Codex, Scope::User, None);
+    }
+
+    #[test]
+    fn codex_hooks_are_trusted_at_the_positions_they_land_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        std::fs::create_dir_all(&paths.codex_home).unwrap();
+        let hooks_path = paths.codex_home.join("hooks.json");
+        // The user's own PostToolUse hook comes first: ours is group 1.
+        std::fs::write(&hooks_path, r#"{"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "mine"}]}]}}"#).unwrap();
+        install(Agent::Codex, Scope::User, &paths, &globs(), false).unwrap();
+        let config = toml_value(&std::fs::read_to_string(paths.codex_home.join("config.toml")).unwrap()).unwrap();
+        let states = config["hooks"]["state"].as_object().unwrap();
+        let key = |event: &str, group: usize| format!("{}:{event}:{group}:0", hooks_path.display());
+        let mut keys: Vec<&String> = states.keys().collect();
+        keys.sort();
+        let mut want = [key("post_tool_use", 1), key("pre_tool_use", 0), key("session_end", 0), key("user_prompt_submit", 0)];
+        want.sort();
+        assert_eq!(keys, want.iter().collect::<Vec<_>>());
+        let ours = crate::agents::codex::our_hooks(&hooks_path, &std::fs::read_to_string(&hooks_path).unwrap());
+        for (k, hash) in &ours {
+            assert_eq!(states[k]["trusted_hash"], hash.as_str());
+        }
+        assert_eq!(config["mcp_servers"]["toolprune"], json!({"command": "/opt/tool prune/bin/toolprune", "args": ["mcp"]}));
+        assert!(crate::agents::Agent::Codex.adapter().checks(Scope::User, &paths, &globs()).iter().all(|c| c.ok));
+        // A new matcher (another configuration) changes the hash: the record follows.
+        install(Agent::Codex, Scope::User, &paths, &["mcp__docs__*".to_string()], false).unwrap();
+        let config = toml_value(&std::fs::read_to_string(paths.codex_home.join("config.toml")).unwrap()).unwrap();
+        let (k, hash) = crate::agents::codex::our_hooks(&hooks_path, &std::fs::read_to_string(&hooks_path).unwrap())
+            .into_iter()
+            .find(|(k, _)| k.contains("post_tool_use"))
+            .unwrap();
+        assert_eq!(config["hooks"]["state"][&k]["trusted_hash"], hash.as_str());
+        assert_eq!(config["hooks"]["state"].as_object().unwrap().len(), 4, "the stale record went");
+        // The user edits our hook: doctor says it is no longer trusted.
+        let edited = std::fs::read_to_string(&hooks_path).unwrap().replace("\"timeout\": 30", "\"timeout\": 31");
+        std::fs::write(&hooks_path, edited).unwrap();
+        let checks = crate::agents::Agent::Codex.adapter().checks(Scope::User, &paths, &globs());
+        assert!(checks.iter().any(|c| !c.ok && c.what.contains("changed since it was trusted")), "{checks:?}");
+        // The project scope is refused before anything is written.
+        let e = install(Agent::Codex, Scope::Project, &paths, &globs(), false).unwrap_err();
+        assert!(e.contains("--user"), "{e}");
+    }
+
+    #[test]
+    fn codex_wrap_puts_a_toml_server_behind_the_proxy_and_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let file = mcp_file(Agent::Codex, Scope::User, &paths);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, CODEX_CONFIG).unwrap();
+        install(Agent::Codex, Scope::User, &paths, &globs(), false).unwrap();
+        let installed = std::fs::read_to_string(&file).unwrap();
+        wrap(Agent::Codex, Scope::User, &paths, "fetch", false).unwrap();
+        let value = toml_value(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(value["mcp_servers"]["fetch"]["args"], json!(["mcp-proxy", "--name", "fetch", "--", "uvx", "mcp-server-fetch"]));
+        assert_eq!(wrapped_servers(&paths.manifest()), ["fetch"]);
+        unwrap(Agent::Codex, Scope::User, &paths, "fetch", false).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+        uninstall(Agent::Codex, Scope::User, &paths, false).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), CODEX_CONFIG);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The `toolprune` command's parts (package `toolprune-cli`): report
-//! renderers, `eval`, `jev check`, `route`, the configuration glue, the
-//! agent hooks (`hook`), their session store (`store`) and the `omitted` MCP
-//! server (`mcp`). The
+//! renderers, `eval`, `jev check`, `route`, the configuration glue, one
+//! adapter per agent (`agents`) on the hook runtime (`hook`) and the
+//! installer engine (`install`), their session store (`store`) and the
+//! `omitted` MCP server (`mcp`). The
 //! binary (`src/main.rs`) parses arguments and dispatches. Everything here
 //! is presentation on top of the `toolprune` library; no rule lives here.
 
+pub mod agents;
 pub mod check;
 pub mod eval;
 pub mod hook;

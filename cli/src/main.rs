@@ -8,7 +8,7 @@
 //! toolprune split [--json] [FILE|-]
 //! toolprune eval --corpus DIR [--labels FILE] [--scorer offline|stub]
 //!                [--threshold X] [--lang en|ja] [--json]
-//! toolprune hook claude-code|gemini|cursor      (one agent event: stdin → stdout)
+//! toolprune hook claude-code|gemini|cursor|codex (one agent event: stdin → stdout)
 //! toolprune mcp                                 (the `omitted` MCP server, stdio)
 //! ```
 //!
@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolprune::types::Lang;
 use toolprune::{ConversationOptions, Pruner, ToolResult};
-use toolprune_cli::hook::Agent;
+use toolprune_cli::agents::{self, Agent};
 use toolprune_cli::install;
 use toolprune_cli::jev as cli_jev;
 use toolprune_cli::report::{prune_report, split_report, split_table};
@@ -187,13 +187,13 @@ fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.len() >= 2 && args[1] == "hook" && !args[2..].iter().any(|a| a == "-h" || a == "--help") {
         if let (3, Some(agent)) = (args.len(), args.get(2).and_then(|a| a.to_str()).and_then(|a| <Agent as ValueEnum>::from_str(a, false).ok())) {
-            return toolprune_cli::hook::main(agent);
+            return agents::main(agent);
         }
         // A mistyped hook command (no agent, an unknown one, extra words):
         // an agent reads exit 2 as "block" and shows stderr, so say nothing
         // and change nothing — the result reaches the model as it is. The
         // event is read first, so the agent's write never meets a closed pipe.
-        let _ = std::io::copy(&mut std::io::Read::take(std::io::stdin().lock(), 256 << 20), &mut std::io::sink());
+        toolprune_cli::hook::drain(std::io::stdin(), toolprune_cli::hook::DRAIN_LIMIT);
         return ExitCode::SUCCESS;
     }
     let cli = Cli::parse();
@@ -208,18 +208,18 @@ fn main() -> ExitCode {
         },
         Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
         Command::McpProxy(args) => return toolprune_cli::proxy::run(args),
-        Command::Hook { agent } => return toolprune_cli::hook::main(agent),
+        Command::Hook { agent } => return agents::main(agent),
         Command::Mcp => toolprune_cli::mcp::main().map(|()| ExitCode::SUCCESS),
         Command::Install(args) => install_cmd(args),
         Command::Uninstall(args) => install::Paths::from_env(&cli_jev::env)
             .and_then(|paths| match &args.wrap {
-                Some(name) => install::unwrap(args.agent, args.scope(), &paths, name, args.dry_run),
-                None => install::uninstall(args.agent, args.scope(), &paths, args.dry_run),
+                Some(name) => agents::unwrap(args.agent, args.scope(), &paths, name, args.dry_run),
+                None => agents::uninstall(args.agent, args.scope(), &paths, args.dry_run),
             })
             .and_then(|report| write_stdout(report.text.as_bytes()))
             .map(|()| ExitCode::SUCCESS),
         Command::Doctor(args) => install::Paths::from_env(&cli_jev::env).and_then(|paths| {
-            let (text, ok) = install::doctor(args.agent, args.scope(), &paths, &cli_jev::env);
+            let (text, ok) = agents::doctor(args.agent, args.scope(), &paths, &cli_jev::env);
             write_stdout(text.as_bytes())?;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
@@ -240,12 +240,12 @@ fn install_cmd(args: InstallArgs) -> Result<ExitCode, String> {
     let config = pruner()?.configuration(&cli_jev::env).map_err(|e| format!("configuration: {e}; fix it, then install again"))?;
     if let Some(name) = &args.wrap {
         // Refuse a server that cannot be wrapped before anything is written.
-        install::wrap(args.agent, args.scope(), &paths, name, true)?;
+        agents::wrap(args.agent, args.scope(), &paths, name, true)?;
     }
-    let report = install::install(args.agent, args.scope(), &paths, &config.prunable, args.dry_run)?;
+    let report = agents::install(args.agent, args.scope(), &paths, &config.prunable, args.dry_run)?;
     write_stdout(report.text.as_bytes())?;
     if let Some(name) = &args.wrap {
-        let report = install::wrap(args.agent, args.scope(), &paths, name, args.dry_run)?;
+        let report = agents::wrap(args.agent, args.scope(), &paths, name, args.dry_run)?;
         write_stdout(report.text.as_bytes())?;
     }
     if !args.dry_run {

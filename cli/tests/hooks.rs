@@ -578,3 +578,148 @@ fn install_into_settings_whose_keys_hold_something_else_is_refused_and_writes_no
     assert_eq!(std::fs::read_to_string(scratch.home.join(".claude/settings.json")).unwrap(), settings);
     assert!(!scratch.home.join(".claude.json").exists(), "no MCP entry either");
 }
+
+// -- Codex CLI ----------------------------------------------------------------------
+
+fn codex_prompt(session: &str) -> Value {
+    with(fixture("codex", "user_prompt_submit.json"), json!({"session_id": session, "prompt": PROMPT}))
+}
+
+fn codex_fetch(session: &str) -> Value {
+    with(fixture("codex", "post_tool_use.mcp_fetch.json"), json!({"session_id": session}))
+}
+
+/// The prompt, then the fetch; returns the fetch's answer (parsed).
+fn pruned_codex(scratch: &Scratch, session: &str) -> Value {
+    assert_eq!(scratch.hook("codex", &codex_prompt(session)), "", "the prompt hook prints nothing");
+    let out = scratch.hook("codex", &codex_fetch(session));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}\nlog: {}", scratch.log()))
+}
+
+#[test]
+fn codex_replaces_a_fetched_page_by_a_block_whose_reason_is_the_pruned_body() {
+    let scratch = Scratch::new();
+    let answer = pruned_codex(&scratch, "c-1");
+    assert_eq!(answer.as_object().unwrap().len(), 2, "{answer}");
+    assert_eq!(answer["decision"], "block");
+    let body = answer["reason"].as_str().unwrap();
+    assert!(body.contains("id=P1]") && body.len() < page().len(), "{body}");
+    assert_verbatim(body, &page());
+    assert!(scratch.log().contains("tool prune: agent=codex name=mcp__docs__fetch outcome=ok"), "{}", scratch.log());
+    assert!(!scratch.log().contains("Rust String"), "the log carries no text");
+
+    // The model calls omitted: PreToolUse adds this conversation's token and allows it.
+    let pre = with(fixture("codex", "pre_tool_use.mcp_omitted.json"), json!({"session_id": "c-1"}));
+    let out: Value = serde_json::from_str(&scratch.hook("codex", &pre)).unwrap();
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "allow");
+    let input = out["hookSpecificOutput"]["updatedInput"].clone();
+    assert_eq!((&input["id"], &input["from"], &input["to"]), (&json!("P1"), &json!(2), &json!(4)));
+    // toolprune mcp answers from that session: the dropped paragraphs, verbatim.
+    let text = &mcp_calls(&scratch, &[json!({"id": "P1", "from": 0, "to": 9999, "session": input["session"]})])[0];
+    assert!(!text.starts_with("There is no text") && page().contains(text.split("\n\n").next().unwrap()), "{text}");
+    // The fetch's PreToolUse and omitted's own PostToolUse: no change.
+    assert_eq!(scratch.hook("codex", &with(fixture("codex", "pre_tool_use.mcp_fetch.json"), json!({"session_id": "c-1"}))), "");
+    assert_eq!(scratch.hook("codex", &with(codex_fetch("c-1"), json!({"tool_name": "mcp__toolprune__omitted"}))), "");
+
+    // Ids count on in the conversation; the session's end keeps only the counter.
+    let second = pruned_codex(&scratch, "c-1");
+    assert!(second["reason"].as_str().unwrap().contains("id=P2]"));
+    assert_eq!(scratch.hook("codex", &with(fixture("codex", "session_end.json"), json!({"session_id": "c-1"}))), "");
+    let after_end = &mcp_calls(&scratch, &[json!({"id": "P1", "from": 0, "to": 9999, "session": input["session"]})])[0];
+    assert!(after_end.starts_with("There is no text with id=P1"), "{after_end}");
+    assert!(pruned_codex(&scratch, "c-1")["reason"].as_str().unwrap().contains("id=P3]"), "a resumed conversation numbers on");
+}
+
+#[test]
+fn codex_never_blocks_on_a_failure_or_a_result_it_must_not_touch() {
+    let scratch = Scratch::new();
+    scratch.hook("codex", &codex_prompt("e"));
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    let cases = [
+        with(codex_fetch("e"), json!({"tool_response": {"content": [{"type": "text", "text": page()}], "isError": true}})),
+        with(codex_fetch("e"), json!({"tool_response": {"content": [image, {"type": "text", "text": page()}]}})),
+        with(codex_fetch("e"), json!({"tool_name": "exec_command", "tool_response": page()})),
+        with(codex_fetch("e"), json!({"tool_name": "mcp__filesystem__read_text_file"})),
+        with(codex_fetch("e"), json!({"tool_response": {"content": [{"type": "text", "text": "short"}]}})),
+        with(codex_fetch("e"), json!({"tool_response": 3})),
+        json!({"hook_event_name": "PostToolUse", "tool_name": "mcp__docs__fetch"}),
+        fixture("codex", "stop.json"),
+        fixture("codex", "session_start.json"),
+    ];
+    for event in &cases {
+        assert_eq!(scratch.hook("codex", event), "", "{event}");
+    }
+    for garbage in [&b"not json"[..], b"", b"\xff\xfe", b"{\"hook_event_name\": "] {
+        let out = scratch.run(&["hook", "codex"], garbage);
+        assert_eq!((out.status.code(), out.stdout.len(), out.stderr.len()), (Some(0), 0, 0));
+    }
+    // A pruned body longer than Codex's hook-output budget would be cut by Codex: no block.
+    let long = page().repeat(4);
+    let over = with(codex_fetch("e"), json!({"tool_response": {"content": [{"type": "text", "text": long}]}}));
+    assert_eq!(scratch.hook("codex", &over), "");
+    assert!(scratch.log().contains("reason=codex_hook_budget"), "{}", scratch.log());
+    // A store that cannot be used: the store root is a file.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let broken = Scratch::new().with("TOOLPRUNE_STORE_DIR", file.path().to_string_lossy());
+    assert_eq!(broken.hook("codex", &codex_prompt("b")), "");
+    assert_eq!(broken.hook("codex", &codex_fetch("b")), "", "a broken store is no block");
+    // A corrupt session state.
+    let corrupt = Scratch::new();
+    pruned_codex(&corrupt, "c");
+    std::fs::write(corrupt.session_dirs()[0].join("state.json"), "{oops").unwrap();
+    assert_eq!(corrupt.hook("codex", &codex_fetch("c")), "");
+    // A configuration that does not parse, or that turns pruning off.
+    for (text, reason) in [("enabled = maybe\n", "reason=config"), ("threshold = \"high\"\n", "reason=config"), ("enabled = false\n", "reason=disabled")] {
+        let config = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(config.path(), text).unwrap();
+        let scratch = Scratch::new().with("TOOLPRUNE_CONFIG", config.path().to_string_lossy());
+        scratch.hook("codex", &codex_prompt("k"));
+        assert_eq!(scratch.hook("codex", &codex_fetch("k")), "", "{text}");
+        assert!(scratch.log().contains(reason), "{text}: {}", scratch.log());
+    }
+}
+
+// -- Oversized events ---------------------------------------------------------------
+
+/// A hook process fed `len` bytes of a JSON string through a real pipe;
+/// `keep_open` holds stdin open afterwards instead of closing it. Returns
+/// whether every byte was written (no EPIPE), the output, and the wall time.
+fn feed(agent: &str, len: usize, keep_open: bool) -> (bool, Output, std::time::Duration) {
+    let scratch = Scratch::new();
+    let started = std::time::Instant::now();
+    let mut child = scratch.command(&["hook", agent]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut event = b"{\"hook_event_name\": \"PostToolUse\", \"pad\": \"".to_vec();
+    event.resize(len - 2, b'x');
+    event.extend_from_slice(b"\"}");
+    let written = stdin.write_all(&event).is_ok();
+    let out = if keep_open {
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        out
+    } else {
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    (written, out, started.elapsed())
+}
+
+#[test]
+fn an_event_over_64_mib_is_read_to_its_end_before_the_no_change_answer() {
+    for (agent, pass) in [("claude-code", ""), ("codex", ""), ("gemini", "{}")] {
+        let (written, out, _) = feed(agent, (64 << 20) + (3 << 20), false);
+        assert!(written, "{agent}: the agent's write met a closed pipe");
+        assert_eq!(out.status.code(), Some(0), "{agent}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), pass, "{agent}");
+        assert!(out.stderr.is_empty(), "{agent}");
+    }
+}
+
+#[test]
+fn a_writer_that_never_closes_an_oversized_event_still_gets_an_answer_in_bounded_time() {
+    let (written, out, took) = feed("gemini", (64 << 20) + 1, true);
+    assert!(written);
+    assert_eq!((out.status.code(), &out.stdout[..]), (Some(0), &b"{}"[..]));
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+}

@@ -1,6 +1,7 @@
 //! What every agent's adapter shares: the event, the store, the
 //! configuration and scorer, pruning one text, answering `omitted`, and the
-//! log file.
+//! log file. Nothing here knows an agent: an adapter (the `agents` module)
+//! makes a [`Hook`] with its label and the event's conversation id.
 
 use std::cell::OnceCell;
 use std::fs::OpenOptions;
@@ -9,21 +10,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use toolprune::types::{Config, Outcome};
 use toolprune::{ConversationOptions, JevScorer, LogSink, MemoryStore, Pruner, ResultStore, Scoring, ToolResult};
 
-use super::{Agent, Context};
+use super::Context;
 use crate::store::{Bounds, Root, Session};
 
-/// Stdin beyond this many bytes is not read (the event is then not JSON:
-/// no change).
-pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+pub use crate::install::SERVER_NAME;
 
-/// The key of toolprune's MCP server in the agents' settings: the tool is
-/// `mcp__toolprune__omitted` (Claude Code), `mcp_toolprune_omitted`
-/// (Gemini CLI; a key must not contain `_` there).
-pub const SERVER_NAME: &str = "toolprune";
+/// Stdin beyond this many bytes is not parsed (the event is answered "no
+/// change" after the rest is drained: `super::read_event`).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// The log file is renamed to `toolprune.log.1` past this size.
 pub const LOG_MAX_BYTES: u64 = 1 << 20;
@@ -93,11 +91,15 @@ pub struct Pruned {
     pub session: Session,
 }
 
-/// One hook run: the agent, its event, and what it needs lazily.
+/// One hook run: the agent's label, its event, and what it needs lazily.
 pub struct Hook<'a> {
-    pub agent: Agent,
+    /// The agent's label (`claude-code`, `codex`, …): the store's session
+    /// folders, the log lines.
+    pub agent: &'static str,
     pub cx: &'a Context<'a>,
     pub event: &'a Value,
+    /// The conversation's id, as the adapter read it from the event.
+    conversation: Option<&'a str>,
     root: OnceCell<Option<Root>>,
     setup: OnceCell<Result<Setup, Pass>>,
     started: Instant,
@@ -110,11 +112,14 @@ fn word(text: &str) -> String {
 }
 
 impl<'a> Hook<'a> {
-    pub fn new(agent: Agent, cx: &'a Context<'a>, event: &'a Value) -> Self {
+    /// A run for the agent labelled `agent` on `event`, whose conversation
+    /// id is `conversation` (none: every store operation passes `no_session`).
+    pub fn new(agent: &'static str, conversation: Option<&'a str>, cx: &'a Context<'a>, event: &'a Value) -> Self {
         Hook {
             agent,
             cx,
             event,
+            conversation,
             root: OnceCell::new(),
             setup: OnceCell::new(),
             started: Instant::now(),
@@ -131,14 +136,9 @@ impl<'a> Hook<'a> {
         self.str("hook_event_name").unwrap_or("")
     }
 
-    /// The conversation's id: `session_id` (Claude Code, Gemini CLI), or
-    /// `conversation_id` (Cursor; its `sessionEnd` has `session_id`, the same id).
+    /// The conversation's id (as the adapter read it; blank is none).
     pub fn session_id(&self) -> Result<&'a str, Pass> {
-        let id = match self.agent {
-            Agent::Cursor => self.str("conversation_id").or_else(|| self.str("session_id")),
-            _ => self.str("session_id"),
-        };
-        id.filter(|id| !id.trim().is_empty()).ok_or_else(|| Pass::new("no_session"))
+        self.conversation.filter(|id| !id.trim().is_empty()).ok_or_else(|| Pass::new("no_session"))
     }
 
     /// The store's root (from the environment), if it can be used.
@@ -149,13 +149,24 @@ impl<'a> Hook<'a> {
     /// This conversation's session (created if missing).
     pub fn session(&self) -> Result<Session, Pass> {
         let id = self.session_id()?;
-        self.root()?.session(self.agent.label(), id).map_err(|_| Pass::new("store"))
+        self.root()?.session(self.agent, id).map_err(|_| Pass::new("store"))
     }
 
     /// The `omitted` MCP server's token for this conversation.
     pub fn token(&self) -> Result<String, Pass> {
         let id = self.session_id()?;
-        self.root()?.token(self.agent.label(), id).map_err(|_| Pass::new("store"))
+        self.root()?.token(self.agent, id).map_err(|_| Pass::new("store"))
+    }
+
+    /// The arguments for toolprune's `omitted` server, from the model's call
+    /// (`tool_input`): its own, minus `body` (the model may not ask for a
+    /// stored body), plus `session` = this conversation's token
+    /// ([`Hook::token`]), so the server answers from this session only.
+    pub fn omitted_input(&self) -> Result<Map<String, Value>, Pass> {
+        let mut input = self.event.get("tool_input").and_then(Value::as_object).cloned().unwrap_or_default();
+        input.remove("body");
+        input.insert("session".to_string(), Value::String(self.token()?));
+        Ok(input)
     }
 
     /// Writes one line to the store's log (nothing when there is no store).
@@ -182,7 +193,7 @@ impl<'a> Hook<'a> {
     /// Loads no component (fast: agents give this event little time).
     pub fn end_session(&self) -> Result<(), Pass> {
         let id = self.session_id()?;
-        match self.root()?.existing_session(self.agent.label(), id) {
+        match self.root()?.existing_session(self.agent, id) {
             Ok(Some(session)) => session.end().map_err(|_| Pass::new("store")),
             Ok(None) => Ok(()),
             Err(_) => Err(Pass::new("store")),
@@ -272,7 +283,7 @@ impl<'a> Hook<'a> {
                 enabled: true,
                 threshold: Some(setup.config.threshold.to_string()),
                 lang: setup.config.lang,
-                agent: self.agent.label().to_string(),
+                agent: self.agent.to_string(),
                 scoring: Some(setup.scoring.clone()),
                 jev_model: setup.jev_model.clone(),
                 log: Arc::new(FileLog::new(root)),
@@ -294,7 +305,7 @@ impl<'a> Hook<'a> {
     pub fn omitted(&self, store: Option<Arc<dyn ResultStore>>, arguments: &str) -> Result<String, Pass> {
         let setup = self.setup()?;
         let root = self.root()?;
-        answer_omitted(&setup.pruner, &setup.config, self.agent.label(), store, arguments, Arc::new(FileLog::new(root)))
+        answer_omitted(&setup.pruner, &setup.config, self.agent, store, arguments, Arc::new(FileLog::new(root)))
             .ok_or_else(|| Pass::new("config"))
     }
 
@@ -304,10 +315,10 @@ impl<'a> Hook<'a> {
         let ms = self.started.elapsed().as_millis();
         let event = word(self.name());
         let line = match answer {
-            Ok(Some(_)) => format!("hook: agent={} event={event} answer=replace ms={ms}", self.agent.label()),
-            Ok(None) => format!("hook: agent={} event={event} answer=none ms={ms}", self.agent.label()),
+            Ok(Some(_)) => format!("hook: agent={} event={event} answer=replace ms={ms}", self.agent),
+            Ok(None) => format!("hook: agent={} event={event} answer=none ms={ms}", self.agent),
             Err(Pass(reason)) => {
-                format!("hook: agent={} event={event} answer=pass reason={} ms={ms}", self.agent.label(), word(reason))
+                format!("hook: agent={} event={event} answer=pass reason={} ms={ms}", self.agent, word(reason))
             }
         };
         // Events answered with a plain "no change" (prompts, session ends, other tools) are not logged.
@@ -315,6 +326,29 @@ impl<'a> Hook<'a> {
             self.log(&line);
         }
     }
+}
+
+/// How much of a transcript's end [`transcript_tail`] reads: 8 MiB.
+pub const TRANSCRIPT_TAIL: u64 = 8 << 20;
+
+/// The last [`TRANSCRIPT_TAIL`] bytes of an agent's transcript at `path`
+/// (lossy UTF-8, without a first partial line): where the adapters look for
+/// the request when the prompt hook did not record one (installed
+/// mid-session). Only a regular file is read (a FIFO or a device would block
+/// or never end), and only its tail: the last user message is near the end,
+/// and a hook's memory stays bounded whatever the file's size.
+pub fn transcript_tail(path: &str) -> Option<String> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    // Checked before opening: opening a FIFO blocks until a writer comes.
+    let len = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+    let mut file = std::fs::File::open(path).ok()?;
+    let start = len.saturating_sub(TRANSCRIPT_TAIL);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(TRANSCRIPT_TAIL).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    // A tail that starts mid-line drops that partial line.
+    Some(if start > 0 { text.split_once('\n').map_or(String::new(), |(_, rest)| rest.to_string()) } else { text })
 }
 
 /// The guest's answer to an `omitted` call (`arguments`: the JSON object

@@ -1,67 +1,35 @@
-//! `toolprune hook claude-code|gemini|cursor`: one agent event on stdin, the
-//! agent's answer on stdout (SPEC §15; docs/hooks.md).
+//! The hook runtime that every agent adapter (the `agents` module) runs on: one
+//! event on stdin, one answer on stdout (SPEC §15; docs/hooks.md). It knows
+//! no agent: the adapters know the event shapes and the answers, this module
+//! knows the store, the configuration, the scorer, pruning one text,
+//! answering `omitted`, the log file, and how to read stdin safely.
 //!
-//! | event | Claude Code | Gemini CLI | Cursor |
-//! |---|---|---|---|
-//! | prompt: record the turn's request | `UserPromptSubmit` | `BeforeAgent` | `beforeSubmitPrompt` |
-//! | post-tool: prune a prunable tool's text | `PostToolUse` → `updatedMCPToolOutput` | `AfterTool` → tail call to `omitted` with `body` | `postToolUse` → `updated_mcp_tool_output` |
-//! | `omitted` learns the session | `PreToolUse` → `updatedInput` + `session` | `AfterTool` of the model's call → tail call + `session` | `postToolUse` of `omitted` answers from the store |
-//! | session end: drop the records, keep the counter | `SessionEnd` | `SessionEnd` | `sessionEnd` |
-//!
-//! **Fail-open**: [`run`] never fails and never panics outward: any error —
-//! unreadable input or store, a corrupt configuration, a missing component,
-//! a trap — gives the agent's "no change" answer ([`Agent::pass`]). The
-//! process always exits 0 and prints nothing on stderr; diagnostics go to
-//! the store's log file (`<root>/toolprune.log`), counts only.
+//! **Fail-open** is split in two: the adapter's dispatcher
+//! (the `agents` module's `run`) turns every error and panic into the agent's "no
+//! change" answer; [`serve`] reads the event so that the agent's write never
+//! meets a closed pipe, however large the event, prints the answer, and exits
+//! 0 with nothing on stderr. Diagnostics go to the store's log file
+//! (`<root>/toolprune.log`), counts only.
 
-pub mod claude;
 pub mod common;
-pub mod cursor;
-pub mod gemini;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::io::{Read, Write as _};
+use std::time::Duration;
 
-use serde_json::Value;
 use toolprune::Pruner;
 
-pub use common::{FileLog, Pass};
+pub use common::{Answer, FileLog, Hook, Pass, Pruned};
 
-/// The agents toolprune hooks into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Agent {
-    /// Claude Code (`~/.claude/settings.json` hooks, MCP in `~/.claude.json`).
-    ClaudeCode,
-    /// Gemini CLI (`~/.gemini/settings.json`).
-    Gemini,
-    /// Cursor (`~/.cursor/hooks.json`, `~/.cursor/mcp.json`); from its
-    /// documentation only, not tested end to end.
-    Cursor,
-}
+/// Stdin beyond this many bytes is not parsed: the event is answered "no
+/// change" (after [`drain`]ing the rest).
+pub const MAX_INPUT_BYTES: u64 = common::MAX_INPUT_BYTES;
 
-impl Agent {
-    /// The label in the store (session directory names), logs and commands.
-    pub fn label(self) -> &'static str {
-        match self {
-            Agent::ClaudeCode => "claude-code",
-            Agent::Gemini => "gemini",
-            Agent::Cursor => "cursor",
-        }
-    }
-
-    /// The "no change" answer to `event` (`hook_event_name`, if it could be
-    /// read): Claude Code reads no output as no change (and adds a prompt
-    /// hook's stdout to the model's context, so nothing is printed); Gemini
-    /// CLI needs a JSON object on stdout (else it reads stderr as the answer);
-    /// Cursor's prompt event needs `{"continue": true}`.
-    pub fn pass(self, event: Option<&str>) -> &'static str {
-        match self {
-            Agent::ClaudeCode => "",
-            Agent::Gemini => "{}",
-            Agent::Cursor if event == Some("beforeSubmitPrompt") => "{\"continue\":true}",
-            Agent::Cursor => "{}",
-        }
-    }
-}
+/// How long [`serve`] keeps reading an oversized event before it answers
+/// anyway: 5 s. An agent writes the event before it reads the answer, so a
+/// hook that stops reading early makes the agent's write fail (EPIPE) and
+/// the agent report the hook as failed; a writer that never closes stdin
+/// must not hold the hook past its timeout either.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// What a hook run needs from outside: the environment and the component.
 pub struct Context<'a> {
@@ -81,104 +49,117 @@ impl Context<'static> {
     }
 }
 
-/// Answers one hook event: `input` is the agent's stdin, the result is
-/// exactly what to print on stdout (possibly empty). Never panics, never
-/// fails: see the module's fail-open rule.
-pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>) -> String {
-    let event: Option<Value> = serde_json::from_slice(input).ok();
-    let name = event.as_ref().and_then(|e| e.get("hook_event_name")).and_then(Value::as_str).map(str::to_string);
-    let pass = agent.pass(name.as_deref());
-    let Some(event) = event.filter(Value::is_object) else { return pass.to_string() };
-    let handled = catch_unwind(AssertUnwindSafe(|| {
-        let hook = common::Hook::new(agent, cx, &event);
-        let answer = match agent {
-            Agent::ClaudeCode => claude::handle(&hook),
-            Agent::Gemini => gemini::handle(&hook),
-            Agent::Cursor => cursor::handle(&hook),
-        };
-        hook.finish(&answer);
-        answer
-    }));
-    match handled {
-        Ok(Ok(Some(answer))) => answer.to_string(),
-        _ => pass.to_string(),
+/// Reads the event: at most `limit` bytes of `input`, then — when there is
+/// more — discards the rest until end of input or until `deadline` has
+/// passed (the reading goes on in a thread that is left behind then).
+/// Returns the bytes when the whole event fit in `limit`, `None` when it did
+/// not or could not be read (the caller answers "no change").
+pub fn read_event<R: Read + Send + 'static>(mut input: R, limit: u64, deadline: Duration) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    match (&mut input).take(limit).read_to_end(&mut bytes) {
+        Ok(n) if (n as u64) < limit => return Some(bytes),
+        Ok(_) => {}
+        Err(_) => {
+            drain(input, deadline);
+            return None;
+        }
     }
+    // Exactly `limit` bytes so far: the event fits only if nothing follows.
+    let mut probe = [0u8; 1];
+    loop {
+        match input.read(&mut probe) {
+            Ok(0) => return Some(bytes),
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    drain(input, deadline);
+    None
 }
 
-/// `toolprune hook AGENT` as a process: stdin → [`run`] → stdout, exit 0.
-/// Panic messages are silenced (a panic is caught and answered "no change";
-/// Gemini CLI would read a message on stderr as the hook's answer).
-pub fn main(agent: Agent) -> std::process::ExitCode {
-    use std::io::{Read as _, Write as _};
+/// Discards `input` until its end, for at most `deadline`.
+pub fn drain<R: Read + Send + 'static>(mut input: R, deadline: Duration) {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut input, &mut std::io::sink());
+        let _ = done.send(());
+    });
+    let _ = finished.recv_timeout(deadline);
+}
+
+/// `toolprune hook AGENT` as a process: reads stdin ([`read_event`] with
+/// [`MAX_INPUT_BYTES`] and [`DRAIN_LIMIT`]), prints `answer(event)` — or
+/// `pass` when the event was too large or unreadable — on stdout, exits 0.
+/// Panic messages are silenced (a panic is answered "no change" by the
+/// dispatcher; Gemini CLI would read a message on stderr as the answer).
+pub fn serve(pass: &str, answer: impl FnOnce(&[u8]) -> String) -> std::process::ExitCode {
     std::panic::set_hook(Box::new(|_| {}));
-    let mut input = Vec::new();
-    let read = std::io::stdin().lock().take(common::MAX_INPUT_BYTES).read_to_end(&mut input);
-    let answer = match read {
-        Ok(_) => run(agent, &input, &Context::process()),
-        Err(_) => agent.pass(None).to_string(),
+    let text = match read_event(std::io::stdin(), MAX_INPUT_BYTES, DRAIN_LIMIT) {
+        Some(input) => answer(&input),
+        None => pass.to_string(),
     };
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(answer.as_bytes()).and_then(|()| out.flush());
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     std::process::ExitCode::SUCCESS
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolprune::{LimitsOverride, LoadOptions};
 
-    fn event(name: &str) -> Value {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/hooks/claude-code").join(name);
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    /// A reader of `len` bytes that counts what was read of it.
+    struct Counted {
+        left: u64,
+        read: std::sync::Arc<std::sync::atomic::AtomicU64>,
     }
 
-    /// Runs the prompt and the fetch of one session with `load`; returns the fetch's answer.
-    fn fetch_with(agent: Agent, load: &dyn Fn() -> Result<Pruner, String>) -> String {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store").to_string_lossy().into_owned();
-        let env = move |name: &str| (name == "TOOLPRUNE_STORE_DIR").then(|| store.clone());
-        let cx = Context { env: &env, load };
-        let mut prompt = event("user_prompt_submit.json");
-        prompt["prompt"] = "Why can't I index a Rust String with s[0], and how do I iterate over its characters?".into();
-        run(Agent::ClaudeCode, prompt.to_string().as_bytes(), &cx);
-        let mut fetch = event("post_tool_use.mcp_fetch.json");
-        if agent == Agent::Gemini {
-            let text = fetch["tool_response"][0]["text"].clone();
-            fetch["hook_event_name"] = "AfterTool".into();
-            fetch["tool_name"] = "mcp_fetch_fetch".into();
-            fetch["tool_response"] = serde_json::json!({"llmContent": [{"text": text}]});
+    impl Read for Counted {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = (buf.len() as u64).min(self.left) as usize;
+            buf[..n].fill(b' ');
+            self.left -= n as u64;
+            self.read.fetch_add(n as u64, std::sync::atomic::Ordering::SeqCst);
+            Ok(n)
         }
-        run(agent, fetch.to_string().as_bytes(), &cx)
+    }
+
+    fn counted(len: u64) -> (Counted, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        (Counted { left: len, read: read.clone() }, read)
     }
 
     #[test]
-    fn the_built_in_component_prunes() {
-        let load = || Pruner::shared().cloned().map_err(|e| e.to_string());
-        assert!(fetch_with(Agent::ClaudeCode, &load).contains("updatedMCPToolOutput"));
-    }
-
-    #[test]
-    fn a_missing_component_is_the_agents_no_change() {
-        let load = || Err("no component".to_string());
-        assert_eq!(fetch_with(Agent::ClaudeCode, &load), "");
-        assert_eq!(fetch_with(Agent::Gemini, &load), "{}");
-    }
-
-    #[test]
-    fn a_trapping_component_is_the_agents_no_change() {
-        for limits in [LimitsOverride { fuel: Some(10_000), ..Default::default() }, LimitsOverride { memory_bytes: Some(1 << 16), ..Default::default() }] {
-            let load = move || Pruner::load(LoadOptions { limits, ..LoadOptions::default() }).map_err(|e| e.to_string());
-            assert_eq!(fetch_with(Agent::ClaudeCode, &load), "", "{limits:?}");
-            assert_eq!(fetch_with(Agent::Gemini, &load), "{}", "{limits:?}");
+    fn an_event_that_fits_is_returned_whole_even_at_the_limit() {
+        for len in [0, 1, 99, 100] {
+            let (input, _) = counted(len);
+            assert_eq!(read_event(input, 100, DRAIN_LIMIT).map(|b| b.len() as u64), Some(len));
         }
     }
 
     #[test]
-    fn a_panic_inside_the_handler_is_the_agents_no_change() {
-        let load = || -> Result<Pruner, String> { panic!("boom") };
-        std::panic::set_hook(Box::new(|_| {}));
-        assert_eq!(fetch_with(Agent::ClaudeCode, &load), "");
-        assert_eq!(fetch_with(Agent::Gemini, &load), "{}");
-        let _ = std::panic::take_hook();
+    fn an_oversized_event_is_refused_and_read_to_its_end() {
+        let (input, read) = counted(1_000_001);
+        assert_eq!(read_event(input, 100, DRAIN_LIMIT), None);
+        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), 1_000_001, "every byte was read");
+    }
+
+    /// Never ends: the drain gives up at its deadline.
+    struct Endless;
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            std::thread::sleep(Duration::from_millis(1));
+            buf[0] = b'x';
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn a_drain_that_never_ends_gives_up_at_its_deadline() {
+        let started = std::time::Instant::now();
+        assert_eq!(read_event(Endless, 10, Duration::from_millis(300)), None);
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "{took:?}");
     }
 }

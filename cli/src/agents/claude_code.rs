@@ -13,19 +13,97 @@
 //!   `updatedToolOutput` in its own shape. Error results are never pruned.
 //! - `SessionEnd` → drop the session's records (keep the counter).
 //! - Anything else, and every failure: print nothing (no change).
+//!
+//! Settings (`toolprune install claude-code`): the hooks in
+//! `~/.claude/settings.json` (project: `.claude/settings.json`) with
+//! `permissions.allow` += the tool; the MCP server in `~/.claude.json`
+//! (project: `.mcp.json`).
+
+use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::common::{is_our_omitted, joined_text, replace_text, Answer, Hook, Pass};
+use super::{hook_command, hook_edits, Adapter, HookEntry};
+use crate::hook::common::{is_our_omitted, joined_text, replace_text, Answer, Hook, Pass};
+use crate::install::{matcher, Edit, FilePlan, Paths, Scope, SERVER_NAME};
+
+/// Claude Code's name of toolprune's tool (`mcp__<server>__<tool>`).
+pub fn omitted_tool() -> String {
+    format!("mcp__{SERVER_NAME}__omitted")
+}
 
 /// The Claude Code adapter.
-pub fn handle(hook: &Hook<'_>) -> Answer {
-    match hook.name() {
-        "UserPromptSubmit" => hook.record_request(hook.str("prompt")).map(|()| None),
-        "PreToolUse" => pre_tool_use(hook),
-        "PostToolUse" => post_tool_use(hook),
-        "SessionEnd" => hook.end_session().map(|()| None),
-        _ => Ok(None),
+pub struct ClaudeCode;
+
+impl Adapter for ClaudeCode {
+    fn label(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn name(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    /// No output is no change (a prompt hook's stdout would be added to the
+    /// model's context).
+    fn pass(&self, _event: Option<&str>) -> &'static str {
+        ""
+    }
+
+    fn handle(&self, hook: &Hook<'_>) -> Answer {
+        match hook.name() {
+            "UserPromptSubmit" => hook.record_request(hook.str("prompt")).map(|()| None),
+            "PreToolUse" => pre_tool_use(hook),
+            "PostToolUse" => post_tool_use(hook),
+            "SessionEnd" => hook.end_session().map(|()| None),
+            _ => Ok(None),
+        }
+    }
+
+    /// Timeouts in seconds (the prompt and pre-tool hooks: Claude Code's default).
+    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry> {
+        vec![
+            HookEntry { event: "UserPromptSubmit", matcher: None, timeout: None },
+            HookEntry { event: "PreToolUse", matcher: Some(omitted_tool()), timeout: None },
+            HookEntry { event: "PostToolUse", matcher: Some(matcher(prunable, &[])), timeout: Some(30) },
+            HookEntry { event: "SessionEnd", matcher: None, timeout: Some(10) },
+        ]
+    }
+
+    fn hook_element(&self, entry: &HookEntry, command: &str) -> Value {
+        let mut hook = json!({"type": "command", "command": command});
+        if let Some(t) = entry.timeout {
+            hook["timeout"] = json!(t);
+        }
+        let mut element = json!({"hooks": [hook]});
+        if let Some(m) = &entry.matcher {
+            element["matcher"] = json!(m);
+        }
+        element
+    }
+
+    fn mcp_server(&self, program: &str) -> Value {
+        json!({"type": "stdio", "command": program, "args": ["mcp"]})
+    }
+
+    fn plan(&self, scope: Scope, paths: &Paths, prunable: &[String]) -> Result<Vec<FilePlan>, String> {
+        let base = match scope {
+            Scope::User => paths.home.clone(),
+            Scope::Project => paths.project.clone(),
+        };
+        let mut edits = hook_edits(self, prunable, &hook_command(self, &paths.binary));
+        edits.push(Edit::append(&["permissions", "allow"], json!(omitted_tool())));
+        let settings = FilePlan { path: base.join(".claude").join("settings.json"), edits };
+        let server = self.mcp_server(&paths.binary.to_string_lossy());
+        let mcp = FilePlan { path: self.mcp_file(scope, paths).0, edits: vec![Edit::member(&["mcpServers"], SERVER_NAME, server)] };
+        Ok(vec![settings, mcp])
+    }
+
+    fn mcp_file(&self, scope: Scope, paths: &Paths) -> (PathBuf, &'static str) {
+        match scope {
+            Scope::User => (paths.home.join(".claude.json"), "mcpServers"),
+            Scope::Project => (paths.project.join(".mcp.json"), "mcpServers"),
+        }
     }
 }
 
@@ -34,9 +112,7 @@ fn pre_tool_use(hook: &Hook<'_>) -> Answer {
     if !is_our_omitted(tool) {
         return Ok(None);
     }
-    let mut input = hook.event.get("tool_input").and_then(Value::as_object).cloned().unwrap_or_default();
-    input.remove("body");
-    input.insert("session".to_string(), Value::String(hook.token()?));
+    let input = hook.omitted_input()?;
     Ok(Some(json!({
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -85,28 +161,16 @@ fn post_tool_use(hook: &Hook<'_>) -> Answer {
     }
 }
 
-/// How much of a transcript's end [`last_user_text`] reads: 8 MiB.
-pub const TRANSCRIPT_TAIL: u64 = 8 << 20;
+pub use crate::hook::common::TRANSCRIPT_TAIL;
 
 /// The last user message with text in a Claude Code transcript (JSON lines
 /// `{"type": "user", "message": {"role": "user", "content": …}}`), skipping
 /// meta lines and messages that only carry tool results: the request when
-/// the prompt hook did not record one (installed mid-session). Only a
-/// regular file is read (a FIFO or a device would block or never end), and
-/// only its last [`TRANSCRIPT_TAIL`] bytes: the last user message is near
-/// the end, and a hook's memory stays bounded whatever the file's size.
+/// the prompt hook did not record one (installed mid-session). Read with
+/// `crate::hook::common::transcript_tail`: a regular file only, its last
+/// [`TRANSCRIPT_TAIL`] bytes.
 pub fn last_user_text(path: &str) -> Option<String> {
-    use std::io::{Read as _, Seek as _, SeekFrom};
-    // Checked before opening: opening a FIFO blocks until a writer comes.
-    let len = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
-    let mut file = std::fs::File::open(path).ok()?;
-    let start = len.saturating_sub(TRANSCRIPT_TAIL);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut bytes = Vec::new();
-    file.take(TRANSCRIPT_TAIL).read_to_end(&mut bytes).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    // A tail that starts mid-line drops that partial line.
-    let text = if start > 0 { text.split_once('\n').map_or("", |(_, rest)| rest) } else { &text };
+    let text = crate::hook::common::transcript_tail(path)?;
     text.lines().rev().find_map(|line| {
         let entry: Value = serde_json::from_str(line).ok()?;
         if entry.get("type").and_then(Value::as_str) != Some("user") || entry.get("isMeta").and_then(Value::as_bool) == Some(true) {

@@ -24,21 +24,91 @@
 //! A tail call to a tool that is not registered replaces the result with
 //! "tool not found": so a result is pruned only when `mcpServers.toolprune`
 //! is in the user's or the project's `settings.json`.
+//!
+//! Settings (`toolprune install gemini`): the hooks and the MCP server
+//! (`trust: true`: headless runs never offer an untrusted server's tools)
+//! in `~/.gemini/settings.json` (project: `.gemini/settings.json`).
+
+use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::common::{is_our_omitted, Answer, Hook, Pass, SERVER_NAME};
+use super::{hook_command, hook_edits, Adapter, HookEntry};
+use crate::hook::common::{is_our_omitted, Answer, Hook, Pass, SERVER_NAME};
+use crate::install::{matcher, Edit, FilePlan, Paths, Scope};
 
 const OPEN: &str = "<untrusted_context>\n";
 const CLOSE: &str = "\n</untrusted_context>";
 
+/// Gemini CLI's name of toolprune's tool (`mcp_<server>_<tool>`).
+pub fn omitted_tool() -> String {
+    format!("mcp_{SERVER_NAME}_omitted")
+}
+
 /// The Gemini CLI adapter.
-pub fn handle(hook: &Hook<'_>) -> Answer {
-    match hook.name() {
-        "BeforeAgent" => hook.record_request(hook.str("prompt")).map(|()| None),
-        "AfterTool" => after_tool(hook),
-        "SessionEnd" => hook.end_session().map(|()| None),
-        _ => Ok(None),
+pub struct Gemini;
+
+impl Adapter for Gemini {
+    fn label(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn name(&self) -> &'static str {
+        "Gemini CLI"
+    }
+
+    /// A JSON object on stdout (with none, the CLI reads stderr as the answer).
+    fn pass(&self, _event: Option<&str>) -> &'static str {
+        "{}"
+    }
+
+    fn handle(&self, hook: &Hook<'_>) -> Answer {
+        match hook.name() {
+            "BeforeAgent" => hook.record_request(hook.str("prompt")).map(|()| None),
+            "AfterTool" => after_tool(hook),
+            "SessionEnd" => hook.end_session().map(|()| None),
+            _ => Ok(None),
+        }
+    }
+
+    /// Timeouts in milliseconds. `AfterTool` also answers the model's own
+    /// `omitted` calls (a tail call adding the session).
+    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry> {
+        vec![
+            HookEntry { event: "BeforeAgent", matcher: None, timeout: Some(10_000) },
+            HookEntry { event: "AfterTool", matcher: Some(matcher(prunable, &[omitted_tool()])), timeout: Some(30_000) },
+            HookEntry { event: "SessionEnd", matcher: None, timeout: Some(10_000) },
+        ]
+    }
+
+    fn hook_element(&self, entry: &HookEntry, command: &str) -> Value {
+        let mut hook = json!({"type": "command", "command": command, "name": "toolprune"});
+        if let Some(t) = entry.timeout {
+            hook["timeout"] = json!(t);
+        }
+        let mut element = json!({"hooks": [hook]});
+        if let Some(m) = &entry.matcher {
+            element["matcher"] = json!(m);
+        }
+        element
+    }
+
+    fn mcp_server(&self, program: &str) -> Value {
+        json!({"command": program, "args": ["mcp"], "trust": true})
+    }
+
+    fn plan(&self, scope: Scope, paths: &Paths, prunable: &[String]) -> Result<Vec<FilePlan>, String> {
+        let mut edits = hook_edits(self, prunable, &hook_command(self, &paths.binary));
+        edits.push(Edit::member(&["mcpServers"], SERVER_NAME, self.mcp_server(&paths.binary.to_string_lossy())));
+        Ok(vec![FilePlan { path: self.mcp_file(scope, paths).0, edits }])
+    }
+
+    fn mcp_file(&self, scope: Scope, paths: &Paths) -> (PathBuf, &'static str) {
+        let base = match scope {
+            Scope::User => &paths.home,
+            Scope::Project => &paths.project,
+        };
+        (base.join(".gemini").join("settings.json"), "mcpServers")
     }
 }
 

@@ -1,0 +1,378 @@
+//! One adapter per agent, behind one trait ([`Adapter`]): its event shapes
+//! and answers (`toolprune hook AGENT`), its hook entries and MCP server
+//! entry as data, its settings files (`toolprune install|uninstall|doctor
+//! AGENT`). Adding an agent is one file here plus its fixtures in
+//! `tests/fixtures/hooks/`.
+//!
+//! | agent | file | prompt | post-tool answer | `omitted` learns the session | session end |
+//! |---|---|---|---|---|---|
+//! | Claude Code | [`claude_code`] | `UserPromptSubmit` | `updatedMCPToolOutput` | `PreToolUse` → `updatedInput` + `session` | `SessionEnd` |
+//! | Gemini CLI | [`gemini`] | `BeforeAgent` | tail call to `omitted` with `body` | `AfterTool` → tail call + `session` | `SessionEnd` |
+//! | Cursor | [`cursor`] | `beforeSubmitPrompt` | `updated_mcp_tool_output` | `postToolUse` of `omitted` answers from the store | `sessionEnd` |
+//! | Codex CLI | [`codex`] | `UserPromptSubmit` | `decision: "block"`, `reason` = the body | `PreToolUse` → `updatedInput` + `session` | `SessionEnd` |
+//!
+//! The modules below this one know no agent: `crate::hook` is the runtime
+//! an adapter's handler runs on (store, configuration, pruning, `omitted`),
+//! `crate::install` the engine that edits settings files from an adapter's
+//! [`FilePlan`]s. This module dispatches to them (no cycle: adapters use
+//! both, neither uses an adapter).
+//!
+//! **One definition for the installer and the plugins** (issue 23 §4):
+//! [`Adapter::hooks`] is the agent's hook entries as data (event, matcher,
+//! timeout), [`Adapter::hook_element`] one entry as the agent's hooks file
+//! holds it, [`Adapter::hooks_file`] the whole hooks file a plugin ships,
+//! [`Adapter::mcp_server`] the `omitted` server entry. `install` writes
+//! exactly these elements (tests check it), so a plugin built from them
+//! cannot drift from the installer.
+
+pub mod claude_code;
+pub mod codex;
+pub mod cursor;
+pub mod gemini;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::hook::{Answer, Context, Hook};
+use crate::install::{self, Check, Edit, FilePlan, Paths, Report, Scope, Staged};
+
+/// The agents toolprune hooks into (`toolprune hook|install|uninstall|doctor AGENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Agent {
+    /// Claude Code (`~/.claude/settings.json` hooks, MCP in `~/.claude.json`).
+    ClaudeCode,
+    /// Gemini CLI (`~/.gemini/settings.json`).
+    Gemini,
+    /// Cursor (`~/.cursor/hooks.json`, `~/.cursor/mcp.json`); from its
+    /// documentation only, not tested end to end.
+    Cursor,
+    /// Codex CLI (`$CODEX_HOME/hooks.json`, MCP and hook trust in
+    /// `$CODEX_HOME/config.toml`).
+    Codex,
+}
+
+impl Agent {
+    /// Every agent, in the order the docs list them.
+    pub const ALL: [Agent; 4] = [Agent::ClaudeCode, Agent::Gemini, Agent::Cursor, Agent::Codex];
+
+    /// The agent's adapter.
+    pub fn adapter(self) -> &'static dyn Adapter {
+        match self {
+            Agent::ClaudeCode => &claude_code::ClaudeCode,
+            Agent::Gemini => &gemini::Gemini,
+            Agent::Cursor => &cursor::Cursor,
+            Agent::Codex => &codex::Codex,
+        }
+    }
+
+    /// The label in the store (session directory names), logs and commands.
+    pub fn label(self) -> &'static str {
+        self.adapter().label()
+    }
+}
+
+/// One hook registration, as data: toolprune's command answers `event`
+/// (the agent's own event name) for the tools `matcher` selects (none: every
+/// event of that kind), within `timeout` (in the agent's unit: seconds,
+/// Gemini CLI milliseconds; none: the agent's default).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookEntry {
+    pub event: &'static str,
+    pub matcher: Option<String>,
+    pub timeout: Option<u64>,
+}
+
+/// Everything toolprune knows about one agent. The event side runs inside
+/// `toolprune hook AGENT` ([`run`]), the settings side inside `toolprune
+/// install|uninstall|doctor AGENT`.
+pub trait Adapter: Sync {
+    /// The label: `claude-code`, `gemini`, `cursor`, `codex`.
+    fn label(&self) -> &'static str;
+
+    /// The agent's name for people: `Claude Code`, `Codex CLI`, …
+    fn name(&self) -> &'static str;
+
+    // -- events --------------------------------------------------------------
+
+    /// The "no change" answer to `event` (`hook_event_name`, if it could be
+    /// read): what the hook prints on every failure.
+    fn pass(&self, event: Option<&str>) -> &'static str;
+
+    /// The conversation's id in `event` (the store's session): `session_id`
+    /// unless the agent names it otherwise.
+    fn conversation<'e>(&self, event: &'e Value) -> Option<&'e str> {
+        event.get("session_id").and_then(Value::as_str)
+    }
+
+    /// Answers one event: the JSON to print (`Ok(Some)`), the plain "no
+    /// change" (`Ok(None)`), or why it passed. Errors and panics become
+    /// [`Adapter::pass`] in [`run`].
+    fn handle(&self, hook: &Hook<'_>) -> Answer;
+
+    /// How an answer is printed (a JSON object's text; Codex CLI's too).
+    fn render(&self, answer: &Value) -> String {
+        answer.to_string()
+    }
+
+    // -- settings ------------------------------------------------------------
+
+    /// The hook entries toolprune registers, for the configuration's
+    /// prunable-tool globs `prunable` (the post-tool matcher).
+    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry>;
+
+    /// One entry as the agent's hooks file holds it (the element appended
+    /// to `hooks.<event>`), running `command` (`toolprune hook AGENT`, or a
+    /// plugin's path to it).
+    fn hook_element(&self, entry: &HookEntry, command: &str) -> Value;
+
+    /// The agent's whole hooks file for `entries` running `command`:
+    /// `{"hooks": {EVENT: [element, …]}}` (what a plugin's `hooks.json` holds).
+    fn hooks_file(&self, entries: &[HookEntry], command: &str) -> Value {
+        let mut events: Map<String, Value> = Map::new();
+        for entry in entries {
+            let list = events.entry(entry.event.to_string()).or_insert_with(|| json!([]));
+            if let Value::Array(items) = list {
+                items.push(self.hook_element(entry, command));
+            }
+        }
+        json!({"hooks": events})
+    }
+
+    /// The `omitted` MCP server's entry (under [`install::SERVER_NAME`])
+    /// running `program mcp`.
+    fn mcp_server(&self, program: &str) -> Value {
+        json!({"command": program, "args": ["mcp"]})
+    }
+
+    /// What `install` writes in `scope`: every file and its edits.
+    /// Errors: the agent has no settings for that scope.
+    fn plan(&self, scope: Scope, paths: &Paths, prunable: &[String]) -> Result<Vec<FilePlan>, String>;
+
+    /// Completes one file's plan from the texts the files before it will
+    /// have (default: nothing to add).
+    fn refine(&self, _file: &mut FilePlan, _staged: &Staged, _paths: &Paths) {}
+
+    /// The file holding the agent's MCP servers in `scope`, and the key of
+    /// the servers' table in it (`install --wrap`).
+    fn mcp_file(&self, scope: Scope, paths: &Paths) -> (PathBuf, &'static str);
+
+    /// Checks beyond the settings' entries (Codex CLI: the hooks are trusted).
+    fn checks(&self, _scope: Scope, _paths: &Paths, _prunable: &[String]) -> Vec<Check> {
+        Vec::new()
+    }
+}
+
+/// `toolprune hook AGENT`'s command line for `program`: `PROGRAM hook LABEL`.
+pub fn hook_command(adapter: &dyn Adapter, program: &Path) -> String {
+    format!("{} hook {}", install::shell_word(&program.to_string_lossy()), adapter.label())
+}
+
+/// The edits that register `adapter`'s hooks (`hooks.<event> +=` each
+/// element) running `command`.
+pub fn hook_edits(adapter: &dyn Adapter, prunable: &[String], command: &str) -> Vec<Edit> {
+    adapter.hooks(prunable).iter().map(|entry| Edit::append(&["hooks", entry.event], adapter.hook_element(entry, command))).collect()
+}
+
+/// Answers one hook event for `agent`: `input` is the agent's stdin, the
+/// result is exactly what to print on stdout (possibly empty). Never panics,
+/// never fails: any error, a missing component, a trap or a panic is the
+/// agent's "no change" ([`Adapter::pass`]).
+pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>) -> String {
+    let adapter = agent.adapter();
+    let event: Option<Value> = serde_json::from_slice(input).ok();
+    let name = event.as_ref().and_then(|e| e.get("hook_event_name")).and_then(Value::as_str).map(str::to_string);
+    let pass = adapter.pass(name.as_deref());
+    let Some(event) = event.filter(Value::is_object) else { return pass.to_string() };
+    let handled = catch_unwind(AssertUnwindSafe(|| {
+        let hook = Hook::new(adapter.label(), adapter.conversation(&event), cx, &event);
+        let answer = adapter.handle(&hook);
+        hook.finish(&answer);
+        answer.map(|a| a.map(|a| adapter.render(&a)))
+    }));
+    match handled {
+        Ok(Ok(Some(answer))) => answer,
+        _ => pass.to_string(),
+    }
+}
+
+/// `toolprune hook AGENT` as a process (stdin → [`run`] → stdout, exit 0;
+/// an oversized event is drained and answered "no change": `crate::hook::serve`).
+pub fn main(agent: Agent) -> std::process::ExitCode {
+    crate::hook::serve(agent.adapter().pass(None), |input| run(agent, input, &Context::process()))
+}
+
+/// `toolprune install AGENT`: the adapter's plan through the installer
+/// engine (see `crate::install`). Errors: a scope the agent has no settings
+/// for, a settings file or the manifest that does not parse, a file that
+/// cannot be written.
+pub fn install(agent: Agent, scope: Scope, paths: &Paths, prunable: &[String], dry_run: bool) -> Result<Report, String> {
+    let adapter = agent.adapter();
+    let plans = adapter.plan(scope, paths, prunable)?;
+    let refine = |file: &mut FilePlan, staged: &Staged| adapter.refine(file, staged, paths);
+    install::install(adapter.label(), scope, &plans, &refine, &paths.manifest(), dry_run)
+}
+
+/// `toolprune uninstall AGENT`: removes exactly what `install` recorded.
+pub fn uninstall(agent: Agent, scope: Scope, paths: &Paths, dry_run: bool) -> Result<Report, String> {
+    install::uninstall(agent.label(), scope, &paths.manifest(), dry_run)
+}
+
+/// `toolprune install AGENT --wrap NAME` (`install::wrap` on the agent's MCP file).
+pub fn wrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+    let adapter = agent.adapter();
+    let (file, servers) = adapter.mcp_file(scope, paths);
+    install::wrap(adapter.label(), scope, (&file, servers), paths, name, dry_run)
+}
+
+/// `toolprune uninstall AGENT --wrap NAME` (`install::unwrap`).
+pub fn unwrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bool) -> Result<Report, String> {
+    let (file, servers) = agent.adapter().mcp_file(scope, paths);
+    install::unwrap((&file, servers), paths, name, dry_run)
+}
+
+/// `toolprune doctor AGENT`: `install::doctor` with the adapter's plan and checks.
+pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
+    let adapter = agent.adapter();
+    let settings = |prunable: &[String]| -> Vec<Check> {
+        match adapter.plan(scope, paths, prunable) {
+            Ok(plans) => {
+                let mut checks = install::check_settings(adapter.label(), &plans);
+                checks.extend(adapter.checks(scope, paths, prunable));
+                checks
+            }
+            Err(e) => vec![Check { ok: false, what: e }],
+        }
+    };
+    install::doctor(adapter.label(), scope, &settings, env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolprune::{LimitsOverride, LoadOptions, Pruner};
+
+    fn event(name: &str) -> Value {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/hooks/claude-code").join(name);
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// Runs the prompt and the fetch of one session with `load`; returns the fetch's answer.
+    fn fetch_with(agent: Agent, load: &dyn Fn() -> Result<Pruner, String>) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store").to_string_lossy().into_owned();
+        let env = move |name: &str| (name == "TOOLPRUNE_STORE_DIR").then(|| store.clone());
+        let cx = Context { env: &env, load };
+        let mut prompt = event("user_prompt_submit.json");
+        prompt["prompt"] = "Why can't I index a Rust String with s[0], and how do I iterate over its characters?".into();
+        run(agent, prompt.to_string().as_bytes(), &cx);
+        let mut fetch = event("post_tool_use.mcp_fetch.json");
+        match agent {
+            Agent::Gemini => {
+                let text = fetch["tool_response"][0]["text"].clone();
+                fetch["hook_event_name"] = "AfterTool".into();
+                fetch["tool_name"] = "mcp_fetch_fetch".into();
+                fetch["tool_response"] = serde_json::json!({"llmContent": [{"text": text}]});
+            }
+            Agent::Codex => {
+                let content = fetch["tool_response"].clone();
+                fetch["tool_response"] = serde_json::json!({"content": content});
+            }
+            _ => {}
+        }
+        run(agent, fetch.to_string().as_bytes(), &cx)
+    }
+
+    #[test]
+    fn the_built_in_component_prunes() {
+        let load = || Pruner::shared().cloned().map_err(|e| e.to_string());
+        assert!(fetch_with(Agent::ClaudeCode, &load).contains("updatedMCPToolOutput"));
+        assert!(fetch_with(Agent::Codex, &load).starts_with(r#"{"decision":"block","reason":"[Omitted by relevance:"#));
+    }
+
+    #[test]
+    fn a_missing_component_is_the_agents_no_change() {
+        let load = || Err("no component".to_string());
+        assert_eq!(fetch_with(Agent::ClaudeCode, &load), "");
+        assert_eq!(fetch_with(Agent::Gemini, &load), "{}");
+        assert_eq!(fetch_with(Agent::Codex, &load), "", "never a block");
+    }
+
+    #[test]
+    fn a_trapping_component_is_the_agents_no_change() {
+        for limits in [LimitsOverride { fuel: Some(10_000), ..Default::default() }, LimitsOverride { memory_bytes: Some(1 << 16), ..Default::default() }] {
+            let load = move || Pruner::load(LoadOptions { limits, ..LoadOptions::default() }).map_err(|e| e.to_string());
+            assert_eq!(fetch_with(Agent::ClaudeCode, &load), "", "{limits:?}");
+            assert_eq!(fetch_with(Agent::Gemini, &load), "{}", "{limits:?}");
+            assert_eq!(fetch_with(Agent::Codex, &load), "", "{limits:?}: never a block");
+        }
+    }
+
+    #[test]
+    fn a_panic_inside_the_handler_is_the_agents_no_change() {
+        let load = || -> Result<Pruner, String> { panic!("boom") };
+        std::panic::set_hook(Box::new(|_| {}));
+        assert_eq!(fetch_with(Agent::ClaudeCode, &load), "");
+        assert_eq!(fetch_with(Agent::Gemini, &load), "{}");
+        assert_eq!(fetch_with(Agent::Codex, &load), "");
+        let _ = std::panic::take_hook();
+    }
+
+    fn paths(dir: &Path) -> Paths {
+        Paths {
+            home: dir.join("home"),
+            project: dir.join("project"),
+            config_dir: dir.join("home/.config/toolprune"),
+            binary: PathBuf::from("/opt/tool prune/bin/toolprune"),
+            codex_home: dir.join("home/.codex"),
+        }
+    }
+
+    #[test]
+    fn the_installer_writes_exactly_the_hook_elements_a_plugin_would_carry() {
+        // One definition (issue 23 §4): every hook edit of the plan is an
+        // element of the adapter's hooks file for the same command, and every
+        // element of that file is in the plan.
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths(tmp.path());
+        let globs = vec!["mcp__*__fetch".to_string(), "WebFetch".to_string()];
+        for agent in Agent::ALL {
+            let adapter = agent.adapter();
+            let command = hook_command(adapter, &paths.binary);
+            let file = adapter.hooks_file(&adapter.hooks(&globs), &command);
+            let mut expected: Vec<(String, Value)> = Vec::new();
+            for (event, elements) in file["hooks"].as_object().unwrap() {
+                for element in elements.as_array().unwrap() {
+                    expected.push((event.clone(), element.clone()));
+                }
+            }
+            let mut planned: Vec<(String, Value)> = Vec::new();
+            for plan in adapter.plan(Scope::User, &paths, &globs).unwrap() {
+                for edit in plan.edits {
+                    if let Edit::Append { path, value } = edit {
+                        if path.len() == 2 && path[0] == "hooks" {
+                            planned.push((path[1].clone(), value));
+                        }
+                    }
+                }
+            }
+            expected.sort_by(|a, b| a.0.cmp(&b.0));
+            planned.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(planned, expected, "{}", adapter.name());
+            assert!(!expected.is_empty());
+        }
+    }
+
+    #[test]
+    fn every_agent_has_a_distinct_label_and_the_cli_names_it_so() {
+        use clap::ValueEnum as _;
+        let mut labels: Vec<&str> = Agent::ALL.iter().map(|a| a.label()).collect();
+        for agent in Agent::ALL {
+            assert_eq!(Agent::from_str(agent.label(), false), Ok(agent), "`toolprune hook {}`", agent.label());
+        }
+        labels.sort();
+        labels.dedup();
+        assert_eq!(labels.len(), Agent::ALL.len());
+    }
+}
