@@ -24,7 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use serde_json::Value;
 use toolprune::Pruner;
 
-pub use common::{FileLog, Pass};
+pub use common::Pass;
 
 /// The agents toolprune hooks into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
