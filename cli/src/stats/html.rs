@@ -32,7 +32,7 @@ const STYLE: &str = r#"
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); margin: 2rem auto; max-width: 60rem; padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin: 0 0 .2rem; } h2 { font-size: 1.15rem; margin: 2rem 0 .5rem; }
 .muted { color: var(--muted); } .note { color: var(--muted); font-size: .85rem; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: .75rem; margin: 1.2rem 0; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(10rem, 1fr)); gap: .75rem; margin: 1.2rem 0; }
 .card { background: var(--card); border-radius: 8px; padding: .8rem 1rem; }
 .card .value { font-size: 1.5rem; font-weight: 600; font-variant-numeric: tabular-nums; }
 svg { width: 100%; height: auto; font: 12px system-ui, sans-serif; }
@@ -119,13 +119,14 @@ fn days_chart(out: &mut String, report: &Report) {
 
 /// Horizontal bars, one per item: (key, value, label, data attributes, colour).
 fn hbars(out: &mut String, id: &str, label: &str, items: &[(String, f64, String, String, &str)]) {
-    let (width, row, left) = (720.0_f64, 26.0_f64, 220.0_f64);
+    let (width, row, left) = (720.0_f64, 26.0_f64, 200.0_f64);
     let height = row * items.len().max(1) as f64 + 8.0;
     let max = items.iter().map(|i| i.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
     let _ = write!(out, r#"<svg id="{id}" viewBox="0 0 {width} {height}" role="img" aria-label="{}">"#, escape(label));
     for (i, (key, value, text, data, color)) in items.iter().enumerate() {
         let y = 4.0 + row * i as f64;
-        let w = (width - left - 90.0) * value / max;
+        // Room for the longest value text to the bar's right.
+        let w = (width - left - 240.0) * value / max;
         let _ = write!(
             out,
             r#"<g {data}><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text><rect x="{left}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{color}"><title>{}: {}</title></rect><text x="{:.1}" y="{:.1}">{}</text></g>"#,
@@ -207,7 +208,7 @@ pub fn render(report: &Report) -> String {
         &mut out,
         "read_back_share",
         &t.read_back_share.map(|s| format!("{s}")).unwrap_or_else(|| "-".into()),
-        &format!("read back by `omitted` ({} calls)", t.omitted.calls),
+        &format!("read back by omitted ({} calls)", t.omitted.calls),
         "characters omitted returned / characters removed",
     );
     out.push_str("</div>");
@@ -217,9 +218,11 @@ pub fn render(report: &Report) -> String {
     figures_table(&mut out, "day", &report.by_day.iter().map(|g| (g.key.clone(), &g.figures)).collect::<Vec<_>>());
 
     out.push_str("<h2>Outcomes</h2>");
-    let outcomes: Vec<(String, f64, String, String, &str)> = t
-        .outcomes
-        .iter()
+    // `ok` first, then the others by name.
+    let mut ordered: Vec<(&String, &u64)> = t.outcomes.iter().collect();
+    ordered.sort_by_key(|(name, _)| (name.as_str() != "ok", name.as_str()));
+    let outcomes: Vec<(String, f64, String, String, &str)> = ordered
+        .into_iter()
         .map(|(name, n)| (name.clone(), *n as f64, n.to_string(), format!(r#"data-outcome="{}" data-count="{n}""#, escape(name)), outcome_color(name)))
         .collect();
     hbars(&mut out, "chart-outcomes", "Results by outcome", &outcomes);
@@ -240,7 +243,8 @@ pub fn render(report: &Report) -> String {
                 f.omitted.chars_read_back,
                 f.chars.removed
             );
-            (g.key.clone(), share, text, data, "#2f81f7")
+            let label = if g.key == "-" { "(result not in the log)".to_string() } else { g.key.clone() };
+            (label, share, text, data, "#2f81f7")
         })
         .collect();
     hbars(&mut out, "chart-read-back", "Read-back share per tool", &tools);
