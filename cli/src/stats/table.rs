@@ -111,8 +111,8 @@ pub fn render(report: &Report, color: bool) -> String {
         }
         out.push('\n');
         out.push_str(&format!(
-            "{dim}~TOKENS = CHARS REMOVED / {CHARS_PER_TOKEN}: an estimate (the log holds counts, never text; docs/stats.md). \
-             READ BACK = characters `omitted` returned / CHARS REMOVED.{reset}\n"
+            "{dim}~TOKENS = CHARS REMOVED / {CHARS_PER_TOKEN}: an estimate (the log holds counts, never text; docs/stats.md).\n\
+             READ BACK = the characters `omitted` returned / CHARS REMOVED.{reset}\n"
         ));
     }
     if report.log.skipped > 0 {
