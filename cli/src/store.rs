@@ -5,7 +5,7 @@
 //! ```text
 //! <root>/                      0700, owned by the user (else refused)
 //!   key                        0600, 32 random bytes: the MAC key of session tokens
-//!   toolprune.log              the log of every door, counts only (crate::logfile: rotated, 0600)
+//!   toolprune.log[.1…]         the log of every door, counts only (the logfile module: rotated, 0600)
 //!   .swept                     when the age sweep last ran
 //!   <agent>-<hash>/            0700, one per conversation; hash = sha256(agent \0 session id)[..32 hex]
 //!     lock                     exclusive lock of writers, shared lock of readers
@@ -129,11 +129,6 @@ impl Root {
     /// The root directory.
     pub fn path(&self) -> &Path {
         &self.dir
-    }
-
-    /// The log file (`<root>/toolprune.log`, written by [`crate::logfile::LogFile`]).
-    pub fn log_path(&self) -> PathBuf {
-        self.dir.join(crate::logfile::FILE_NAME)
     }
 
     /// The root at `dir` if it exists, without creating anything (readers
