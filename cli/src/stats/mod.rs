@@ -277,6 +277,9 @@ impl Filters {
 
 type Key = (String, String, String);
 
+/// One `omitted` call as read once: agent, session, id, from, to.
+type Call = (String, String, String, Option<u64>, Option<u64>);
+
 /// The report of `lines` (the log's complete lines, oldest first; `broken`
 /// lines the reader could not take) under `filters`; `day` names the
 /// calendar day of a unix time ([`time::day`]: local).
@@ -302,7 +305,7 @@ pub fn report(lines: &[String], broken: u64, filters: Filters, day: &dyn Fn(u64)
         }
     }
     let mut rows: BTreeMap<Key, Figures> = BTreeMap::new();
-    let mut read: HashSet<(String, String, String, Option<u64>, Option<u64>)> = HashSet::new();
+    let mut read: HashSet<Call> = HashSet::new();
     for e in &entries {
         match &e.kind {
             Kind::Prune(p) => {
@@ -397,6 +400,7 @@ mod tests {
 
     const DAY: u64 = 1_767_312_000; // 2026-01-02 00:00 UTC
 
+    #[allow(clippy::too_many_arguments)]
     fn ok(at: u64, session: &str, id: &str, agent: &str, tool: &str, raw: u64, kept: u64, ms: &str) -> String {
         format!("{at} session={session} id={id} tool prune: agent={agent} name={tool} outcome=ok shape=text raw_chars={raw} kept_chars={kept} paragraphs=30 dropped=9 calls=3 jev_tokens=100 ms={ms} threshold=0.2 ratio=0.4 scorer=jev")
     }
