@@ -89,12 +89,6 @@ impl LogFile {
         LogFile { dir: root.path().to_path_buf(), session: None }
     }
 
-    /// The log of the root the environment names ([`Root::from_env`]);
-    /// none when there is no usable root.
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Option<Self> {
-        Root::from_env(env).ok().map(|root| LogFile::new(&root))
-    }
-
     /// The log of the root the environment names, only if that root exists
     /// already (`toolprune prune`: a text command creates no directory).
     pub fn existing(env: &dyn Fn(&str) -> Option<String>) -> Option<Self> {
