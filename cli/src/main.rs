@@ -10,6 +10,7 @@
 //!                [--threshold X] [--lang en|ja] [--json]
 //! toolprune hook claude-code|gemini|cursor|codex (one agent event: stdin → stdout)
 //! toolprune mcp                                 (the `omitted` MCP server, stdio)
+//! toolprune stats [--since DATE|DURATION] [--agent A] [--tool T] [--json] [--html FILE]
 //! ```
 //!
 //! Exit codes: 0 done (also when the input passed through unchanged), 1 the
@@ -42,7 +43,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Prune a document as if a prunable tool had returned it: the body goes
-    /// to stdout byte for byte, the `tool prune:` log line to stderr.
+    /// to stdout byte for byte, the `tool prune:` log line to stderr (and to
+    /// the store's log file, when the store root exists).
     Prune(PruneArgs),
     /// Show the units exactly as pruning splits the document (`pruner.inspect`):
     /// the shape, a wrapper's span, each unit's span and kind (scored, fixed,
@@ -77,6 +79,10 @@ enum Command {
     /// Check that the hooks and the MCP server are in place and working;
     /// exit 1 when something is missing.
     Doctor(InstallArgs),
+    /// What toolprune saved, per day, agent and tool, from the store's
+    /// counts-only log: results pruned, characters and (estimated) tokens
+    /// removed, what `omitted` read back, the scorer's time (docs/stats.md).
+    Stats(toolprune_cli::stats::StatsArgs),
 }
 
 #[derive(Args)]
@@ -218,6 +224,7 @@ fn main() -> ExitCode {
             })
             .and_then(|report| write_stdout(report.text.as_bytes()))
             .map(|()| ExitCode::SUCCESS),
+        Command::Stats(args) => return stats(&args),
         Command::Doctor(args) => install::Paths::from_env(&cli_jev::env).and_then(|paths| {
             let (text, ok) = agents::doctor(args.agent, args.scope(), &paths, &cli_jev::env);
             write_stdout(text.as_bytes())?;
@@ -228,6 +235,32 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(message) => {
             eprintln!("toolprune: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `toolprune stats`: exit 0 with the report, 1 when the store or the HTML
+/// file cannot be used, 2 for a bad `--since`.
+fn stats(args: &toolprune_cli::stats::StatsArgs) -> ExitCode {
+    use std::io::IsTerminal as _;
+    use toolprune_cli::stats::StatsError;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) || std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    let color = std::io::stdout().is_terminal() && !no_color;
+    match toolprune_cli::stats::run(args, &cli_jev::env, color) {
+        Ok(out) => match write_stdout(out.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("toolprune stats: {message}");
+                ExitCode::from(1)
+            }
+        },
+        Err(StatsError::Usage(message)) => {
+            eprintln!("toolprune stats: {message}");
+            ExitCode::from(2)
+        }
+        Err(StatsError::Failed(message)) => {
+            eprintln!("toolprune stats: {message}");
             ExitCode::from(1)
         }
     }
@@ -335,6 +368,10 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let turn = conversation.turn_with_cancel(args.request, cli_jev::cancel_on_ctrl_c());
     let result = turn.on_tool_result(ToolResult { report: args.json, ..ToolResult::prunable(args.tool, text) });
+    // The line went to stderr; it goes to the store's log too, when there is one.
+    if let Some(log) = toolprune_cli::logfile::LogFile::existing(&cli_jev::env) {
+        log.prune_result(&result);
+    }
     if args.json {
         let report = prune_report(&result, &scorer_name);
         let mut out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;

@@ -31,8 +31,9 @@ use serde_json::Value;
 use toolprune::types::{Config, Dialect};
 use toolprune::{LogSink, Pruner, ResultStore};
 
-use crate::hook::common::{answer_omitted, FileLog};
-use crate::store::Root;
+use crate::hook::common::answer_omitted;
+use crate::logfile::LogFile;
+use crate::store::{Root, Session};
 
 /// The `omitted` server: the component, the configuration, the store root.
 pub struct OmittedServer {
@@ -71,10 +72,12 @@ impl OmittedServer {
         &self.tool
     }
 
-    fn log(&self) -> Arc<dyn LogSink> {
-        match &self.root {
-            Some(root) => Arc::new(FileLog::new(root)),
-            None => Arc::new(Discard),
+    /// The store's log, tagged with `session` when there is one.
+    fn log(&self, session: Option<&Session>) -> Arc<dyn LogSink> {
+        match (&self.root, session) {
+            (Some(root), Some(session)) => Arc::new(LogFile::new(root).for_session(session)),
+            (Some(root), None) => Arc::new(LogFile::new(root)),
+            (None, _) => Arc::new(Discard),
         }
     }
 
@@ -87,7 +90,7 @@ impl OmittedServer {
             (Some(root), Some(token)) => root.session_for_token(token).ok().flatten(),
             _ => None,
         };
-        let log = self.log();
+        let log = self.log(session.as_ref());
         if session.is_none() {
             log.line("mcp: omitted session=missing");
         }

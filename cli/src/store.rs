@@ -5,7 +5,7 @@
 //! ```text
 //! <root>/                      0700, owned by the user (else refused)
 //!   key                        0600, 32 random bytes: the MAC key of session tokens
-//!   toolprune.log              the hooks' log (counts only)
+//!   toolprune.log[.1…]         the log of every door, counts only (the logfile module: rotated, 0600)
 //!   .swept                     when the age sweep last ran
 //!   <agent>-<hash>/            0700, one per conversation; hash = sha256(agent \0 session id)[..32 hex]
 //!     lock                     exclusive lock of writers, shared lock of readers
@@ -131,9 +131,16 @@ impl Root {
         &self.dir
     }
 
-    /// The hooks' log file (`<root>/toolprune.log`).
-    pub fn log_path(&self) -> PathBuf {
-        self.dir.join("toolprune.log")
+    /// The root at `dir` if it exists, without creating anything (readers
+    /// such as `toolprune stats`). Errors: it is not a private directory of
+    /// this user (as [`Root::at`]).
+    pub fn existing(dir: impl Into<PathBuf>) -> Result<Option<Root>, StoreError> {
+        let dir = dir.into();
+        match fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(err("cannot read", &dir, e)),
+            Ok(_) => check_private(&dir).map(|()| Some(Root { dir })),
+        }
     }
 
     /// The directory name of a session: `<agent>-<sha256(agent \0 id)[..32]>`
@@ -400,6 +407,13 @@ impl RecordFile {
     }
 }
 
+/// The log tag of a session directory's name ([`Root::session_name`]):
+/// the first 16 hex digits of its hash.
+pub fn tag_of(name: &str) -> String {
+    let hash = name.rsplit_once('-').map_or(name, |(_, hash)| hash);
+    hash.chars().take(16).collect()
+}
+
 /// `P3` → 3.
 fn number_of(id: &str) -> Option<u32> {
     id.strip_prefix('P').filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())).and_then(|d| d.parse().ok())
@@ -447,6 +461,12 @@ impl Session {
         name.rsplit_once('-').map_or(name.clone(), |(label, _)| label.to_string())
     }
 
+    /// The session's tag in log lines: the first 16 hex digits of its
+    /// directory's hash (`sha256(agent \0 session id)`), never the id itself.
+    pub fn tag(&self) -> String {
+        tag_of(&self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+    }
+
     /// The same session with these bounds for [`ResultStore::push`]
     /// (without bounds nothing is evicted).
     pub fn with_bounds(mut self, bounds: Bounds) -> Self {
@@ -461,9 +481,14 @@ impl Session {
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt as _;
-            options.mode(0o600);
+            // Never through a symbolic link planted at `lock` (issue 27 §5):
+            // the target would be created outside the root.
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
         }
         let file = options.open(&path).map_err(|e| err("cannot open", &path, e))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(StoreError(format!("{} is not a regular file", path.display())));
+        }
         let started = Instant::now();
         loop {
             let tried = if exclusive { file.try_lock() } else { file.try_lock_shared() };
@@ -704,6 +729,44 @@ mod tests {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         let e = Root::at(&dir).unwrap_err();
         assert!(e.0.contains("accessible to others"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_planted_at_a_sessions_lock_is_refused_and_nothing_is_created_outside_the_root() {
+        let (tmp, root) = root();
+        let session = root.session("claude-code", "s").unwrap();
+        let outside = tmp.path().join("outside-lock");
+        std::os::unix::fs::symlink(&outside, session.path().join("lock")).unwrap();
+        assert!(session.push(&mut |n| Some(record(n, 1))).is_err(), "a writer fails (the caller fails open)");
+        assert!(session.record_request("a request").is_err());
+        assert!(session.find("P1").is_err(), "and so does a reader");
+        assert!(!outside.exists(), "the link's target was created outside the root");
+        // A FIFO at `lock` neither blocks nor is taken for the lock.
+        fs::remove_file(session.path().join("lock")).unwrap();
+        let fifo = std::ffi::CString::new(session.path().join("lock").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(session.count().is_err());
+    }
+
+    #[test]
+    fn the_session_tag_is_a_prefix_of_its_hash_and_never_the_id() {
+        let (_tmp, root) = root();
+        let session = root.session("claude-code", "secret-session-id").unwrap();
+        let name = Root::session_name("claude-code", "secret-session-id");
+        assert_eq!(session.tag(), name["claude-code-".len()..][..16]);
+        assert_eq!(session.tag().len(), 16);
+        assert!(!session.tag().contains("secret"));
+    }
+
+    #[test]
+    fn an_existing_root_is_opened_without_creating_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(Root::existing(tmp.path().join("none")).unwrap().is_none());
+        assert!(!tmp.path().join("none").exists());
+        let made = Root::at(tmp.path().join("store")).unwrap();
+        assert_eq!(Root::existing(made.path()).unwrap().unwrap().path(), made.path());
     }
 
     #[test]

@@ -19,7 +19,10 @@ What it asserts, from the requests the scripted API received:
     never returns turn 2's document (it answers ``not_found``: the session's end dropped
     turn 1's records; ids count on, so turn 2's result is P2);
 (e) with the store unusable (its root is a file), the original page reaches the model and
-    the run still succeeds.
+    the run still succeeds;
+(f) ``toolprune stats`` on the scratch store counts the two pruned results, the characters
+    (and estimated tokens) the model did not receive, and what ``omitted`` read back, all
+    equal to what the scripted API received.
 """
 
 from __future__ import annotations
@@ -160,6 +163,7 @@ class Conversation:
     requests: list[dict[str, Any]]
     agent: PruneAgent
     originals: list[str]
+    toolprune: str
     seconds: list[float] = field(default_factory=list)
 
 
@@ -181,7 +185,7 @@ def conversation(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_pat
             requests = api.main_requests()
     originals = [e["tool_response"][0]["text"] for e in probe.events("PostToolUse")]
     return Conversation(scratch, installed, dict(zip(urls, originals)), turns, requests, agent, originals,
-                        [t.seconds for t in turns])
+                        toolprune_bin, [t.seconds for t in turns])
 
 
 def fetch_results(conv: Conversation) -> list[str]:
@@ -270,3 +274,38 @@ def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(
     received = [json.loads(c[0]) for c in tool_results_by_id(requests).values()]
     assert received == [[{"type": "text", "text": original}]], "the original page reached the model"
     print(f"unusable store: claude -p took {time.monotonic() - started:.1f} s")
+
+
+def toolprune_stats(conv: Conversation, *args: str) -> subprocess.CompletedProcess[str]:
+    """``toolprune stats`` on the scratch HOME's store (the hooks' and the MCP server's log)."""
+    p = subprocess.run([conv.toolprune, "stats", *args], env={**toolprune_env(conv.scratch), "TZ": "UTC"},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_f_stats_counts_what_the_model_did_not_receive_and_what_it_read_back(conversation: Conversation) -> None:
+    received = [content[0]["text"] for content in fetch_results(conversation)]
+    removed = sum(len(original) - len(body) for original, body in zip(conversation.originals, received))
+    report = json.loads(toolprune_stats(conversation, "--json", "--agent", "claude-code", "--tool", FETCH).stdout)
+    total = report["total"]
+    assert report["log"]["skipped"] == 0, report["log"]
+    assert total["seen"] == total["pruned"] == len(received) == 2
+    assert total["outcomes"] == {"ok": 2}
+    assert total["chars"]["pruned"] == sum(len(o) for o in conversation.originals)
+    assert total["chars"]["removed"] == removed, "the characters the model did not receive"
+    assert report["tokens"] == {"estimate": True, "chars_per_token": 4.0}
+    assert total["tokens_removed"] == int(removed / 4 + 0.5)
+    # omitted: every call the model made, on the fetch's rows (turn 1's id asked again in
+    # turn 2 answers not_found), and the characters it received back.
+    agent = conversation.agent
+    read_back = [a for a in agent.answers if not a.startswith(NOT_FOUND)]
+    assert total["omitted"]["calls"] == len(agent.calls) == 3
+    assert total["omitted"]["outcomes"] == {"ok": len(read_back), "not_found": len(agent.calls) - len(read_back)}
+    assert total["omitted"]["chars_read_back"] == sum(len(a) for a in read_back)
+    assert total["read_back_share"] == pytest.approx(sum(len(a) for a in read_back) / removed)
+    table = toolprune_stats(conversation).stdout
+    total_row = next(line for line in table.splitlines() if line.startswith("total "))
+    assert f" {removed} " in total_row and f" {int(removed / 4 + 0.5)} " in total_row, table
+    assert any(line.split()[1:3] == ["claude-code", FETCH] for line in table.splitlines()[1:]), table
+    print(f"toolprune stats after the Claude Code run:\n{table}")

@@ -18,7 +18,9 @@ marker's id and range returns the dropped paragraphs verbatim (nothing appended)
 functionResponse parts of turn 1 are resent byte for byte after ``--resume``; (d) in the
 resumed second prompt, ``omitted`` with turn 1's id answers ``not_found``, never turn 2's
 document; (e) with the store unusable the original page reaches the model and the run
-succeeds.
+succeeds; (f) ``toolprune stats`` on the scratch store counts the pruned results, the
+characters (and estimated tokens) the model did not receive, and what ``omitted`` read back,
+all equal to what the scripted API received.
 """
 
 from __future__ import annotations
@@ -158,6 +160,8 @@ class Run:
     returncodes: list[int]
     stderr: list[str]
     seconds: list[float]
+    home: Path
+    toolprune: str
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +182,7 @@ def resumed(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path_fac
                 codes.append(run.returncode)
                 errs.append(run.stderr)
                 generations.append(model.generation_calls()[before:])
-    return Run(agent, originals(log), generations, codes, errs, seconds)
+    return Run(agent, originals(log), generations, codes, errs, seconds, home, toolprune_bin)
 
 
 def test_both_runs_succeed_with_toolprune_installed(resumed: Run) -> None:
@@ -244,3 +248,35 @@ def test_e_an_unusable_store_passes_the_page_unchanged(corpus: Path, toolchain: 
     assert "Answered from the whole page." in run.stdout
     (original,) = originals(log)
     assert [unwrap(o) for o in agent.fetched] == [original]
+
+
+def toolprune_stats(run: Run, *args: str) -> subprocess.CompletedProcess[str]:
+    """``toolprune stats`` on the scratch HOME's store (the hooks' and the MCP server's log)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(run.home), "LANG": "C.UTF-8", "TZ": "UTC"}
+    p = subprocess.run([run.toolprune, "stats", *args], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_f_stats_counts_what_the_model_did_not_receive_and_what_it_read_back(resumed: Run) -> None:
+    received = [unwrap(output) for output in resumed.agent.fetched]
+    removed = sum(len(original) - len(body) for original, body in zip(resumed.originals, received))
+    report = json.loads(toolprune_stats(resumed, "--json", "--agent", "gemini", "--tool", FETCH).stdout)
+    total = report["total"]
+    assert report["log"]["skipped"] == 0, report["log"]
+    assert total["seen"] == total["pruned"] == len(received) == 2
+    assert total["outcomes"] == {"ok": 2}
+    assert total["chars"]["removed"] == removed, "the characters the model did not receive"
+    assert total["tokens_removed"] == int(removed / 4 + 0.5)
+    # omitted: the model's calls (the tail call that brings the pruned body is not one).
+    agent = resumed.agent
+    answers = [unwrap(a) for a in agent.answers]
+    read_back = [a for a in answers if not a.startswith(NOT_FOUND)]
+    assert total["omitted"]["calls"] == len(agent.calls) == 3
+    assert total["omitted"]["outcomes"] == {"ok": len(read_back), "not_found": len(agent.calls) - len(read_back)}
+    assert total["omitted"]["chars_read_back"] == sum(len(a) for a in read_back)
+    table = toolprune_stats(resumed).stdout
+    total_row = next(line for line in table.splitlines() if line.startswith("total "))
+    assert f" {removed} " in total_row and f" {int(removed / 4 + 0.5)} " in total_row, table
+    assert any(line.split()[1:3] == ["gemini", FETCH] for line in table.splitlines()[1:]), table
+    print(f"toolprune stats after the Gemini CLI run:\n{table}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import anyio
@@ -112,6 +113,18 @@ async def test_a_fetched_page_is_pruned_on_the_hooks_request_and_omitted_gives_t
     lines = s.log_lines()
     assert any(l.startswith("tool prune:") and "outcome=ok" in l and "agent=mcp-proxy:docs" in l for l in lines), lines
     assert all("Last-Event-ID" not in l for l in lines), "log lines carry counts, never text"
+    # The same lines go to the store's log, the pruned one with its stored id, so that
+    # `toolprune stats` counts the read-back on the fetch it read from.
+    logged = (user.store / "toolprune.log").read_text(encoding="utf-8").splitlines()
+    assert any(f" id={pid} tool prune: agent=mcp-proxy:docs name=fetch outcome=ok " in l for l in logged), logged
+    stats = subprocess.run([toolprune, "stats", "--json", "--agent", "mcp-proxy"], env=user.env(TZ="UTC"),
+                           capture_output=True, text=True, timeout=60)
+    assert stats.returncode == 0, stats.stderr
+    report = json.loads(stats.stdout)
+    assert report["total"]["pruned"] == 1 and report["total"]["chars"]["removed"] == len(raw) - len(body)
+    (fetch,) = [g for g in report["by_tool"] if g["key"] == "fetch"]
+    assert fetch["omitted"]["calls"] == len(ranges) and fetch["omitted"]["chars_read_back"] == dropped_chars
+    assert report["total"]["omitted"]["outcomes"].get("not_found") == 1, "P999999999: on the tool '-'"
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -4,8 +4,6 @@
 //! makes a [`Hook`] with its label and the event's conversation id.
 
 use std::cell::OnceCell;
-use std::fs::OpenOptions;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +13,7 @@ use toolprune::types::{Config, Outcome};
 use toolprune::{ConversationOptions, JevScorer, LogSink, MemoryStore, Pruner, ResultStore, Scoring, ToolResult};
 
 use super::Context;
+use crate::logfile::LogFile;
 use crate::store::{Bounds, Root, Session};
 
 pub use crate::install::SERVER_NAME;
@@ -22,9 +21,6 @@ pub use crate::install::SERVER_NAME;
 /// Stdin beyond this many bytes is not parsed (the event is answered "no
 /// change" after the rest is drained: `super::read_event`).
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
-
-/// The log file is renamed to `toolprune.log.1` past this size.
-pub const LOG_MAX_BYTES: u64 = 1 << 20;
 
 /// Why a hook gave the "no change" answer: one word for the log line
 /// (`not_prunable`, `tool_failed`, `store`, `config`, `component`, an
@@ -41,39 +37,6 @@ impl Pass {
 /// A handler's answer: the JSON object to print, `Ok(None)` for the agent's
 /// plain "no change", or why it passed.
 pub type Answer = Result<Option<Value>, Pass>;
-
-/// Appends log lines to `<root>/toolprune.log` (0600), each prefixed with the
-/// unix time; renamed to `toolprune.log.1` past [`LOG_MAX_BYTES`]. Lines are
-/// the guest's (counts, never text) and the hook's own.
-pub struct FileLog {
-    path: PathBuf,
-}
-
-impl FileLog {
-    /// The log of a store root.
-    pub fn new(root: &Root) -> Self {
-        FileLog { path: root.log_path() }
-    }
-}
-
-impl LogSink for FileLog {
-    fn line(&self, line: &str) {
-        if std::fs::metadata(&self.path).is_ok_and(|m| m.len() > LOG_MAX_BYTES) {
-            let _ = std::fs::rename(&self.path, self.path.with_extension("log.1"));
-        }
-        let mut options = OpenOptions::new();
-        options.append(true).create(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            options.mode(0o600);
-        }
-        if let Ok(mut file) = options.open(&self.path) {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let _ = file.write_all(format!("{now} {line}\n").as_bytes());
-        }
-    }
-}
 
 /// The configuration a hook prunes with.
 pub struct Setup {
@@ -169,10 +132,20 @@ impl<'a> Hook<'a> {
         Ok(input)
     }
 
+    /// The store's log, its lines tagged with this conversation's session
+    /// (when the event names one).
+    pub fn log_file(&self) -> Result<LogFile, Pass> {
+        let log = LogFile::new(self.root()?);
+        Ok(match self.session_id() {
+            Ok(id) => log.with_tag(&crate::store::tag_of(&Root::session_name(self.agent, id))),
+            Err(_) => log,
+        })
+    }
+
     /// Writes one line to the store's log (nothing when there is no store).
     pub fn log(&self, line: &str) {
-        if let Ok(root) = self.root() {
-            FileLog::new(root).line(line);
+        if let Ok(log) = self.log_file() {
+            log.line(line);
         }
     }
 
@@ -286,12 +259,14 @@ impl<'a> Hook<'a> {
                 agent: self.agent.to_string(),
                 scoring: Some(setup.scoring.clone()),
                 jev_model: setup.jev_model.clone(),
-                log: Arc::new(FileLog::new(root)),
+                // The line is written below, with the stored result's id.
+                log: Arc::new(|_: &str| {}),
                 store: Some(Arc::new(session.clone())),
                 ..ConversationOptions::default()
             })
             .map_err(|_| Pass::new("config"))?;
         let result = conversation.turn(request).on_tool_result(ToolResult::prunable(tool, text));
+        LogFile::new(root).for_session(&session).prune_result(&result);
         let _ = root.sweep(Duration::from_secs(setup.config.store.max_age_s), false);
         match (result.outcome, &result.id) {
             (Outcome::Ok, Some(id)) if !result.unchanged() => Ok(Pruned { body: result.body.to_string(), id: id.clone(), session }),
@@ -304,8 +279,7 @@ impl<'a> Hook<'a> {
     /// outcome. Writes the `tool omitted:` line.
     pub fn omitted(&self, store: Option<Arc<dyn ResultStore>>, arguments: &str) -> Result<String, Pass> {
         let setup = self.setup()?;
-        let root = self.root()?;
-        answer_omitted(&setup.pruner, &setup.config, self.agent, store, arguments, Arc::new(FileLog::new(root)))
+        answer_omitted(&setup.pruner, &setup.config, self.agent, store, arguments, Arc::new(self.log_file()?))
             .ok_or_else(|| Pass::new("config"))
     }
 

@@ -113,7 +113,19 @@ impl ResultStore for ProxyStore {
 }
 
 fn bump(path: &Path) -> std::io::Result<u32> {
-    let mut file: File = OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)?;
+    // Never through a symbolic link planted at the counter (issue 27 §5): it
+    // would truncate the link's target. Then the process-local numbers serve.
+    let mut file: File = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("the id counter is not a regular file"));
+    }
     file.lock()?;
     let mut text = String::new();
     file.read_to_string(&mut text)?;
@@ -182,6 +194,20 @@ mod tests {
         store.push(&mut |n| Some(record(n, 20))).unwrap();
         assert_eq!(store.records().unwrap().len(), 1, "the character bound holds");
         assert_eq!(store.records().unwrap()[0].id, "P12", "P10 went to the `None` push above");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_symlink_planted_at_the_counter_is_not_followed_and_ids_still_never_repeat() {
+        let dir = root("link");
+        let ids = IdNumbers::new(Some(&dir));
+        let outside = std::env::temp_dir().join(format!("toolprune-ids-{}-outside", std::process::id()));
+        fs::write(&outside, "someone else's file\n").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(COUNTER_FILE)).unwrap();
+        let (a, b) = (ids.next(), ids.next());
+        assert_ne!(a, b);
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "someone else's file\n", "the link's target is untouched");
+        fs::remove_file(&outside).unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }
 

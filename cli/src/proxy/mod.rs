@@ -48,6 +48,8 @@ use tokio::sync::mpsc;
 use toolprune::types::Dialect;
 use toolprune::{CancelToken, Conversation, ConversationOptions, Pruner, Scoring, ToolResult};
 
+use crate::logfile::LogFile;
+
 use self::basis::{HookRecords, Whoami};
 use self::message::{IdKey, Line};
 
@@ -117,6 +119,9 @@ pub struct Pruning {
     argument: Option<(String, String)>,
     /// How long one result may take before it is forwarded unchanged.
     timeout: Duration,
+    /// The store root's log file (crate::logfile), when the root is usable;
+    /// the lines also go to stderr, as before.
+    log: Option<LogFile>,
 }
 
 enum Pending {
@@ -226,9 +231,13 @@ impl Core {
                     let modern = message::meta_is_modern(call.meta);
                     let raw_id = raw_id.get().to_string();
                     let conversation = pruning.conversation.clone();
+                    let log = pruning.log.clone();
                     let client = client.clone();
                     tokio::task::spawn_blocking(move || {
                         let answer = conversation.omitted(&arguments);
+                        if let Some(log) = &log {
+                            log.omitted_answer(&answer);
+                        }
                         let failed = matches!(answer.outcome_name().as_str(), "invalid" | "failed");
                         let content = vec![rmcp::model::ContentBlock::text(answer.text)];
                         let mut result = if failed {
@@ -321,12 +330,12 @@ impl Core {
                 let core = self.clone();
                 let client = client.clone();
                 tokio::spawn(async move {
-                    let conversation = core.pruning().map(|p| p.conversation.clone());
+                    let conversation = core.pruning().map(|p| (p.conversation.clone(), p.log.clone()));
                     let timeout = core.pruning().map_or(SCORING_DEADLINE, |p| p.timeout);
                     let raw = line.clone();
                     let work = tokio::task::spawn_blocking({
                         let cancel = cancel.clone();
-                        move || conversation.and_then(|c| prune_line(&c, &line, &tool, basis.as_deref().unwrap_or(""), cancel))
+                        move || conversation.and_then(|(c, log)| prune_line(&c, log.as_ref(), &line, &tool, basis.as_deref().unwrap_or(""), cancel))
                     });
                     let out = match tokio::time::timeout(timeout, work).await {
                         Ok(Ok(Some(pruned))) => pruned,
@@ -402,12 +411,16 @@ impl Core {
 }
 
 /// Prunes a `tools/call` result line; none when nothing changes (not a
-/// prunable shape, or any outcome but `ok`). Blocking (scores).
-fn prune_line(conversation: &Conversation, line: &str, tool: &str, basis: &str, cancel: CancelToken) -> Option<String> {
+/// prunable shape, or any outcome but `ok`). Blocking (scores). The log
+/// line goes to `log` too, with the stored id.
+fn prune_line(conversation: &Conversation, log: Option<&LogFile>, line: &str, tool: &str, basis: &str, cancel: CancelToken) -> Option<String> {
     let Line::Response { result: Some(result), .. } = message::classify(line) else { return None };
     let call = message::call_text(result)?;
     let turn = conversation.turn_with_cancel(basis, cancel);
     let pruned = turn.on_tool_result(ToolResult::prunable(tool, call.text.clone()));
+    if let Some(log) = log {
+        log.prune_result(&pruned);
+    }
     if pruned.outcome_name() != "ok" || pruned.unchanged() {
         return None;
     }
@@ -474,6 +487,8 @@ pub fn setup(args: &ProxyArgs) -> Option<Pruning> {
         _ => None,
     };
     let timeout = SCORING_DEADLINE + PRUNE_GRACE;
+    // The proxy's ids are unique per user (ids.rs), so its lines need no session tag.
+    let log = root.as_deref().and_then(|dir| crate::store::Root::at(dir).ok()).map(|r| LogFile::new(&r));
     Some(Pruning {
         hooks: HookRecords::new(root, config.store.max_age_s),
         me: Whoami::current(),
@@ -485,6 +500,7 @@ pub fn setup(args: &ProxyArgs) -> Option<Pruning> {
         omitted_tool,
         argument,
         timeout,
+        log,
     })
 }
 
