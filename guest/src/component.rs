@@ -102,6 +102,10 @@ impl settings::Guest for Component {
         crate::settings::is_prunable(&tool, &globs)
     }
 
+    fn is_tool_prunable(names: Vec<String>, globs: Vec<String>) -> bool {
+        crate::settings::is_tool_prunable(&names, &globs)
+    }
+
     fn retry_delay(f: settings::RetryFacts) -> Option<u32> {
         crate::settings::retry_delay(&crate::settings::RetryFacts {
             attempt: f.attempt,

@@ -43,7 +43,7 @@ pub const DEFAULT_PRUNABLE: [&str; 8] =
     ["WebFetch", "web_fetch", "fetch", "mcp__*__fetch", "mcp__fetch__*", "*__fetch", "mcp_fetch_*", "mcp_*_fetch"];
 
 /// Tools never pruned whatever the globs say (compared case-insensitively
-/// with the whole name and with its last `__`-separated part): file readers,
+/// with the whole name and with each of its `_`/`:`-separated tails): file readers,
 /// shells, editors, search over files, and bookkeeping tools whose results
 /// must stay exact (SPEC §2). `omitted` (toolprune's own read-back) is never
 /// pruned either: pruning a read-back would loop.
@@ -485,20 +485,47 @@ fn glob(pattern: &str, name: &str) -> bool {
     pi == p.len()
 }
 
-/// Whether `tool` is never prunable: a file reader, shell or editor, or
-/// `omitted` itself — by its whole name or its last `__` part (MCP tools
-/// are `mcp__server__tool` in Claude Code, `server__tool` in Gemini CLI).
-pub fn never_prunable(tool: &str) -> bool {
-    let lower = tool.trim().to_ascii_lowercase();
-    let last = lower.rsplit("__").next().unwrap_or(&lower);
-    let last = last.strip_prefix("mcp_").filter(|_| !lower.contains("__")).unwrap_or(last);
-    [lower.as_str(), last].iter().any(|n| *n == OMITTED_TOOL || n.ends_with("_omitted") || NEVER_PRUNABLE.contains(n))
+/// The names one tool-name is checked under for [`never_prunable`]: the
+/// whole name, then every tail after a `_` or `:` (leading `_`/`:` trimmed),
+/// so `mcp__fetch__read_file` gives `fetch__read_file`, `read_file`, `file`;
+/// `mcp_fetch_read_file` gives `fetch_read_file`, `read_file`, `file`;
+/// Cursor's `MCP:read_file` gives `read_file`, `file`. A server's name is
+/// never a tail on its own (it is followed by the tool's).
+fn tails(lower: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(lower).chain(
+        lower
+            .char_indices()
+            .filter(|&(_, c)| c == '_' || c == ':')
+            .map(move |(i, _)| lower[i + 1..].trim_start_matches(['_', ':']))
+            .filter(|t| !t.is_empty()),
+    )
 }
 
-/// Whether a tool's results may be pruned (SPEC §2, §15): it matches a glob
-/// and is not [`never_prunable`].
+/// Whether `tool` is never prunable: a file reader, shell or editor, or
+/// `omitted` itself, by its whole name or any of its `_`/`:`-separated tails
+/// (compared case-insensitively): MCP tools are `mcp__server__tool` in
+/// Claude Code and Codex, `mcp_server_tool` or `server__tool` in Gemini CLI,
+/// `MCP:tool` in Cursor, and the server's name may hold `_` itself.
+pub fn never_prunable(tool: &str) -> bool {
+    let lower = tool.trim().to_ascii_lowercase();
+    let never = tails(&lower).any(|n| n == OMITTED_TOOL || NEVER_PRUNABLE.contains(&n));
+    never
+}
+
+/// Whether one tool's results may be pruned (SPEC §2, §15), given every
+/// name a door knows for it (the bare name, `mcp__server__tool`,
+/// `mcp_server_tool`, `server__tool`, `MCP:tool`, …): never when any name
+/// is [`never_prunable`], whichever glob another name matches; else when
+/// any name matches one of `globs` (`*`, `?`, case-sensitive). No names:
+/// false.
+pub fn is_tool_prunable<S: AsRef<str>>(names: &[S], globs: &[String]) -> bool {
+    !names.iter().any(|n| never_prunable(n.as_ref()))
+        && names.iter().any(|n| globs.iter().any(|g| glob(g.trim(), n.as_ref())))
+}
+
+/// [`is_tool_prunable`] for a tool known by one name only.
 pub fn is_prunable(tool: &str, globs: &[String]) -> bool {
-    !never_prunable(tool) && globs.iter().any(|g| glob(g.trim(), tool))
+    is_tool_prunable(&[tool], globs)
 }
 
 /// What a host knows after a failed attempt (WIT `settings.retry-facts`).
@@ -793,6 +820,40 @@ mod tests {
         for t in ["mcp__github__search", "Grep", "mcp__docs__fetch_x", "mcp_github_search", "mcp_docs_fetch_x"] {
             assert!(!is_prunable(t, &d), "{t}");
         }
+    }
+
+    #[test]
+    fn a_tool_never_prunable_under_any_of_its_names_is_never_prunable() {
+        let d: Vec<String> = DEFAULT_PRUNABLE.map(String::from).to_vec();
+        // Servers named with the globs' own words: `mcp__fetch__*`, `mcp_fetch_*` match every tool of theirs.
+        for server in ["fetch", "web", "search", "web_fetch", "fetch__x"] {
+            for tool in ["read_file", "Read", "bash", "run_shell_command", "edit_file", "omitted", "read_text_file", "list_directory"] {
+                let names = [
+                    tool.to_string(),
+                    format!("mcp__{server}__{tool}"),
+                    format!("mcp_{server}_{tool}"),
+                    format!("{server}__{tool}"),
+                    format!("MCP:{tool}"),
+                ];
+                assert!(!is_tool_prunable(&names, &d), "{names:?}");
+                assert!(!is_tool_prunable(&names, &["*".to_string()]), "{names:?}");
+                // Each agent's name alone, too (Claude Code / Codex, Gemini CLI, Cursor).
+                for one in &names {
+                    assert!(!is_prunable(one, &["*".to_string()]), "{one}");
+                }
+            }
+            // The server's fetch stays prunable under every form.
+            let fetch = ["fetch".to_string(), format!("mcp__{server}__fetch"), format!("mcp_{server}_fetch"), format!("{server}__fetch")];
+            assert!(is_tool_prunable(&fetch, &d), "{fetch:?}");
+        }
+        // A glob matched by another name does not make a never-prunable name prunable.
+        assert!(!is_tool_prunable(&["read_file", "mcp_fetch_read_file"], &["mcp_fetch_*".to_string()]));
+        // Any name may match: the bare name of a `fetch` server's `fetch_markdown`.
+        assert!(is_tool_prunable(&["fetch_markdown", "mcp__fetch__fetch_markdown"], &d));
+        assert!(!is_tool_prunable(&["fetch_markdown"], &d));
+        assert!(!is_tool_prunable::<&str>(&[], &["*".to_string()]));
+        // A server's name alone is no tail: `mcp__grep__fetch`, `mcp_bash_fetch` are fetches.
+        assert!(is_tool_prunable(&["mcp__grep__fetch", "mcp_bash_fetch"], &d));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use super::{hook_command, hook_edits, Adapter, HookEntry};
-use crate::hook::common::{is_our_omitted, joined_text, replace_text, Answer, Hook, Pass};
+use crate::hook::common::{is_our_omitted, joined_text, replace_text, tool_names, Answer, Hook, Pass};
 use crate::install::{matcher, Edit, FilePlan, Paths, Scope, SERVER_NAME};
 
 /// Claude Code's name of toolprune's tool (`mcp__<server>__<tool>`).
@@ -122,6 +122,16 @@ fn pre_tool_use(hook: &Hook<'_>) -> Answer {
     })))
 }
 
+/// Every name Claude Code knows for the event's tool: `tool_name`
+/// (`mcp__SERVER__TOOL` for an MCP tool, `WebFetch` …), the MCP server's
+/// tool bare, and the other agents' forms of it (SPEC §2: never prunable
+/// under any name wins). The server is `mcp_server.name` when the event
+/// names it, else read from the `mcp__SERVER__` prefix.
+fn names(hook: &Hook<'_>, tool: &str) -> Vec<String> {
+    let server = hook.event.get("mcp_server").and_then(|m| m.get("name")).and_then(Value::as_str);
+    tool_names(tool, server)
+}
+
 /// Whether the response says the call failed (never pruned).
 fn failed(event: &Value) -> bool {
     let flag = |v: &Value| ["is_error", "isError"].iter().any(|k| v.get(*k).and_then(Value::as_bool) == Some(true));
@@ -137,10 +147,11 @@ fn post_tool_use(hook: &Hook<'_>) -> Answer {
         return Err(Pass::new("tool_failed"));
     }
     let transcript = || hook.str("transcript_path").and_then(last_user_text);
+    let names = names(hook, tool);
     match &hook.event["tool_response"] {
         Value::Array(blocks) => {
             let text = joined_text(blocks).ok_or_else(|| Pass::new("no_text"))?;
-            let pruned = hook.prune(tool, text, &transcript)?;
+            let pruned = hook.prune(&names, text, &transcript)?;
             Ok(Some(json!({
                 "hookSpecificOutput": {
                     "hookEventName": "PostToolUse",
@@ -150,7 +161,7 @@ fn post_tool_use(hook: &Hook<'_>) -> Answer {
         }
         Value::Object(object) if object.get("result").is_some_and(Value::is_string) => {
             let text = object["result"].as_str().unwrap_or_default().to_string();
-            let pruned = hook.prune(tool, text, &transcript)?;
+            let pruned = hook.prune(&names, text, &transcript)?;
             let mut output: Map<String, Value> = object.clone();
             output.insert("result".to_string(), Value::String(pruned.body));
             Ok(Some(json!({

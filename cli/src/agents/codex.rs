@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest as _, Sha256};
 
 use super::{hook_command, hook_edits, Adapter, HookEntry};
-use crate::hook::common::{is_our_omitted, joined_text, Answer, Hook, Pass, SERVER_NAME};
+use crate::hook::common::{is_our_omitted, joined_text, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{matcher, Check, Edit, FilePlan, Paths, Scope, Staged};
 
 /// Codex CLI's name of toolprune's tool (namespace `mcp__toolprune`, tool `omitted`).
@@ -309,7 +309,8 @@ fn post_tool_use(hook: &Hook<'_>) -> Answer {
     }
     let text = result_text(&hook.event["tool_response"])?;
     let transcript = || hook.str("transcript_path").and_then(last_user_text);
-    let pruned = hook.prune(tool, text, &transcript)?;
+    // `mcp__SERVER__TOOL`: the server's tool bare, and every agent's form of it.
+    let pruned = hook.prune(&tool_names(tool, None), text, &transcript)?;
     if !fits_hook_budget(&pruned.body) {
         return Err(Pass::new("codex_hook_budget"));
     }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::{hook_command, hook_edits, Adapter, HookEntry};
-use crate::hook::common::{is_our_omitted, joined_text, replace_text, Answer, Hook, Pass, SERVER_NAME};
+use crate::hook::common::{is_our_omitted, joined_text, replace_text, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{Edit, FilePlan, Paths, Scope};
 
 /// The Cursor adapter.
@@ -146,9 +146,14 @@ fn post_tool_use(hook: &Hook<'_>) -> Answer {
         return Err(Pass::new("tool_failed"));
     }
     let text = joined_text(blocks).ok_or_else(|| Pass::new("no_text"))?;
+    // The bare name first (the log label), then `MCP:TOOL` as Cursor sent
+    // it: never prunable under either wins (SPEC §2).
     let bare = tool.strip_prefix("MCP:").unwrap_or(tool);
-    let name = if !hook.prunable(tool)? && hook.prunable(bare)? { bare } else { tool };
-    let pruned = hook.prune(name, text, &|| None)?;
+    let mut names = tool_names(bare, None);
+    if bare != tool {
+        names.push(tool.to_string());
+    }
+    let pruned = hook.prune(&names, text, &|| None)?;
     let mut result = output.clone();
     result["content"] = Value::Array(replace_text(blocks, &pruned.body));
     Ok(Some(replacement(result)))

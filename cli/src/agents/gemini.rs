@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use super::{hook_command, hook_edits, Adapter, HookEntry};
-use crate::hook::common::{is_our_omitted, Answer, Hook, Pass, SERVER_NAME};
+use crate::hook::common::{is_our_omitted, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{matcher, Edit, FilePlan, Paths, Scope};
 
 const OPEN: &str = "<untrusted_context>\n";
@@ -171,6 +171,24 @@ fn tail_call(tool: &str, args: Map<String, Value>) -> Value {
     })
 }
 
+/// Every name Gemini CLI knows for the event's tool: `tool_name`
+/// (`mcp_SERVER_TOOL`, `SERVER__TOOL`, or the bare name), the MCP server's
+/// tool bare (`mcp_context.tool_name`), and the other agents' forms of it
+/// (SPEC §2: never prunable under any name wins).
+fn names(hook: &Hook<'_>, tool: &str) -> Vec<String> {
+    let context = hook.event.get("mcp_context");
+    let field = |key: &str| context.and_then(|c| c.get(key)).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let mut names = tool_names(tool, field("server_name"));
+    if let (Some(server), Some(bare)) = (field("server_name"), field("tool_name")) {
+        for name in crate::hook::common::mcp_tool_names(server, bare) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
 fn after_tool(hook: &Hook<'_>) -> Answer {
     if hook.event.get("original_request_name").is_some_and(|n| !n.is_null()) {
         return Ok(None);
@@ -186,7 +204,7 @@ fn after_tool(hook: &Hook<'_>) -> Answer {
     if !server_registered(hook) {
         return Err(Pass::new("no_omitted_server"));
     }
-    let pruned = hook.prune(tool, text, &|| None)?;
+    let pruned = hook.prune(&names(hook, tool), text, &|| None)?;
     pruned.session.put_body(&pruned.id, &pruned.body).map_err(|_| Pass::new("store"))?;
     let mut args = Map::new();
     args.insert("id".to_string(), Value::String(pruned.id.clone()));

@@ -74,6 +74,39 @@ fn word(text: &str) -> String {
     if w.is_empty() { "-".to_string() } else { w }
 }
 
+/// Every name agents give tool `bare` of MCP server `server`: the bare
+/// name, `mcp__SERVER__TOOL` (Claude Code, Codex CLI, the proxy's
+/// clients), `mcp_SERVER_TOOL` and `SERVER__TOOL` (Gemini CLI).
+pub fn mcp_tool_names(server: &str, bare: &str) -> Vec<String> {
+    vec![bare.to_string(), format!("mcp__{server}__{bare}"), format!("mcp_{server}_{bare}"), format!("{server}__{bare}")]
+}
+
+/// The names a hook knows for an event's tool `tool`: `tool` itself first
+/// (the log label), then, when its MCP server is known (`server`: the
+/// event's own field) or `tool` reads `mcp__SERVER__TOOL`, every agent's
+/// form of that server's tool ([`mcp_tool_names`]). No duplicates.
+pub fn tool_names(tool: &str, server: Option<&str>) -> Vec<String> {
+    let mut names = vec![tool.to_string()];
+    let split = match server.filter(|s| !s.is_empty()) {
+        Some(s) => {
+            let bare = [format!("mcp__{s}__"), format!("mcp_{s}_"), format!("{s}__")]
+                .iter()
+                .find_map(|prefix| tool.strip_prefix(prefix.as_str()))
+                .unwrap_or(tool);
+            Some((s, bare))
+        }
+        None => tool.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")),
+    };
+    if let Some((server, bare)) = split.filter(|(_, bare)| !bare.is_empty()) {
+        for name in mcp_tool_names(server, bare) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
 impl<'a> Hook<'a> {
     /// A run for the agent labelled `agent` on `event`, whose conversation
     /// id is `conversation` (none: every store operation passes `no_session`).
@@ -199,12 +232,14 @@ impl<'a> Hook<'a> {
             .map_err(Clone::clone)
     }
 
-    /// Whether the configuration declares `tool` prunable (the guest's
-    /// `settings.is-prunable`: globs, and never readers, shells, editors or
-    /// `omitted`).
-    pub fn prunable(&self, tool: &str) -> Result<bool, Pass> {
+    /// Whether the configuration declares the tool known by `names` (the
+    /// event's name first, then every other name the adapter knows for it:
+    /// [`tool_names`]) prunable: the guest's `settings.is-tool-prunable`
+    /// (globs, and never readers, shells, editors or `omitted` under any of
+    /// the names), and not behind `toolprune mcp-proxy`.
+    pub fn prunable(&self, names: &[String]) -> Result<bool, Pass> {
         let setup = self.setup()?;
-        Ok(setup.pruner.is_prunable(tool, &setup.config.prunable) && !self.behind_proxy(tool))
+        Ok(setup.pruner.is_tool_prunable(names, &setup.config.prunable) && !names.iter().any(|n| self.behind_proxy(n)))
     }
 
     /// Whether `tool` belongs to an MCP server that `toolprune install
@@ -238,8 +273,12 @@ impl<'a> Hook<'a> {
     /// transcript); the id comes from the session's counter and the record
     /// goes to the session. Any outcome but `ok` passes (its name is the
     /// reason). Sweeps sessions older than the configured age afterwards.
-    pub fn prune(&self, tool: &str, text: String, fallback: &dyn Fn() -> Option<String>) -> Result<Pruned, Pass> {
-        if !self.prunable(tool)? {
+    ///
+    /// `names`: every name the adapter knows for the tool ([`tool_names`]);
+    /// the first is the log line's `name=`.
+    pub fn prune(&self, names: &[String], text: String, fallback: &dyn Fn() -> Option<String>) -> Result<Pruned, Pass> {
+        let tool = names.first().map_or("", String::as_str);
+        if !self.prunable(names)? {
             return Err(Pass::new("not_prunable"));
         }
         let setup = self.setup()?;

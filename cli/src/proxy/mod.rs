@@ -203,12 +203,14 @@ impl Core {
         if let Some(&known) = cache.get(tool) {
             return known;
         }
-        let mut names = vec![tool.to_string()];
-        if let Some(server) = &p.name {
-            names.push(format!("mcp__{server}__{tool}"));
-            names.push(format!("mcp_{server}_{tool}"));
-        }
-        let answer = names.iter().any(|n| p.pruner.is_prunable(n, &p.globs));
+        // Every name a client may know the tool by: never prunable under
+        // any of them wins (SPEC §2), so `read_file` of a server named
+        // `fetch` stays exact although `mcp_fetch_*` matches it.
+        let names = match &p.name {
+            Some(server) => crate::hook::common::mcp_tool_names(server, tool),
+            None => vec![tool.to_string()],
+        };
+        let answer = p.pruner.is_tool_prunable(&names, &p.globs);
         cache.insert(tool.to_string(), answer);
         answer
     }

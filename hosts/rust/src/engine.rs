@@ -365,9 +365,20 @@ impl Pruner {
     }
 
     /// Whether `tool`'s results may be pruned given the prunable `globs`
-    /// (SPEC §2, §15; `settings.is-prunable`). A failure answers `false`.
+    /// (SPEC §2, §15): [`Pruner::is_tool_prunable`] with the one name.
     pub fn is_prunable(&self, tool: &str, globs: &[String]) -> bool {
-        self.with_utility(|g, s| g.toolprune_pruner_settings().call_is_prunable(s, tool, globs)).unwrap_or(false)
+        self.is_tool_prunable(&[tool], globs)
+    }
+
+    /// Whether one tool's results may be pruned given the prunable `globs`,
+    /// from every name the caller knows for it (`read_file`,
+    /// `mcp__fetch__read_file`, `mcp_fetch_read_file`, …): never when any
+    /// name is a file reader, shell, editor or `omitted`, else when any name
+    /// matches a glob (SPEC §2, §15; `settings.is-tool-prunable`). A failure
+    /// answers `false`.
+    pub fn is_tool_prunable<S: AsRef<str>>(&self, names: &[S], globs: &[String]) -> bool {
+        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        self.with_utility(|g, s| g.toolprune_pruner_settings().call_is_tool_prunable(s, &names, globs)).unwrap_or(false)
     }
 
     /// Checks a threshold written by a user (`"0.2"`, `"0.20"`): the value,
