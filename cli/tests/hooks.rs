@@ -723,3 +723,44 @@ fn a_writer_that_never_closes_an_oversized_event_still_gets_an_answer_in_bounded
     assert_eq!((out.status.code(), &out.stdout[..]), (Some(0), &b"{}"[..]));
     assert!(took < std::time::Duration::from_secs(20), "{took:?}");
 }
+
+// -- Prunable under every name (issue 27 §1, SPEC §2) --------------------------------
+
+#[test]
+fn a_file_reader_of_a_server_named_with_a_globs_word_is_never_pruned_by_any_agent() {
+    // The default globs hold `mcp__fetch__*` and `mcp_fetch_*`: every tool of a
+    // server named `fetch` matches one; `read_file` must stay exact under every
+    // agent's name for it all the same.
+    let scratch = Scratch::new();
+    let text = json!([{"type": "text", "text": page()}]);
+    let mut negatives = 0;
+    for server in ["fetch", "web", "search"] {
+        let session = format!("s-{server}");
+        scratch.hook("claude-code", &claude_prompt(&session));
+        scratch.hook("codex", &codex_prompt(&session));
+        let prompt = with(fixture("gemini", "BeforeAgent.stdin.json"), json!({"session_id": session, "prompt": PROMPT}));
+        scratch.hook("gemini", &prompt);
+        for tool in ["read_file", "read_text_file", "run_shell_command", "edit_file"] {
+            let claude = with(claude_fetch(&session), json!({"tool_name": format!("mcp__{server}__{tool}"), "mcp_server": {"name": server}, "tool_response": text}));
+            assert_eq!(scratch.hook("claude-code", &claude), "", "{claude}");
+            let codex = with(codex_fetch(&session), json!({"tool_name": format!("mcp__{server}__{tool}")}));
+            assert_eq!(scratch.hook("codex", &codex), "", "{codex}");
+            for name in [format!("mcp_{server}_{tool}"), format!("{server}__{tool}"), tool.to_string()] {
+                let context = json!({"server_name": server, "tool_name": tool});
+                let gemini = with(gemini_after_tool(&session), json!({"tool_name": name, "mcp_context": context}));
+                assert_eq!(scratch.hook("gemini", &gemini), "{}", "{gemini}");
+                let without = with(gemini_after_tool(&session), json!({"tool_name": name, "mcp_context": null}));
+                assert_eq!(scratch.hook("gemini", &without), "{}", "{without}");
+            }
+            let output = json!({"content": [{"type": "text", "text": page()}], "isError": false}).to_string();
+            let cursor = with(fixture("cursor", "postToolUse.mcp.stdin.json"), json!({"tool_name": format!("MCP:{tool}"), "tool_output": output}));
+            assert_eq!(scratch.hook("cursor", &cursor), "{}", "{cursor}");
+            negatives += 2 + 6 + 1;
+        }
+        // The same server's fetch is still pruned (Gemini: `mcp_SERVER_fetch`).
+        let fetch = with(gemini_after_tool(&session), json!({"tool_name": format!("mcp_{server}_fetch"), "mcp_context": {"server_name": server, "tool_name": "fetch"}}));
+        let answer: Value = serde_json::from_str(&scratch.hook("gemini", &fetch)).unwrap();
+        assert_eq!(answer["hookSpecificOutput"]["tailToolCallRequest"]["name"], "mcp_toolprune_omitted", "{answer}\n{}", scratch.log());
+    }
+    assert_eq!(scratch.log().matches("reason=not_prunable").count(), negatives, "{}", scratch.log());
+}

@@ -527,7 +527,11 @@ pub fn run(scenario: &Value, runner: &Runner) -> Vec<Value> {
         } else if let Some(spec) = step.get("is_prunable") {
             let globs: Vec<String> =
                 spec["globs"].as_array().into_iter().flatten().filter_map(|g| g.as_str().map(str::to_string)).collect();
-            json!({"prunable": pruner.is_prunable(spec["tool"].as_str().unwrap_or_default(), &globs)})
+            let prunable = match spec.get("names").and_then(Value::as_array) {
+                Some(names) => pruner.is_tool_prunable(&names.iter().filter_map(Value::as_str).collect::<Vec<_>>(), &globs),
+                None => pruner.is_prunable(spec["tool"].as_str().unwrap_or_default(), &globs),
+            };
+            json!({"prunable": prunable})
         } else if let Some(spec) = step.get("route") {
             let log = Arc::new(CapturedLog::new());
             let judge = Judge::new(&pruner, None)

@@ -328,7 +328,12 @@ export declare class Pruner {
   threshold(value: number | string): number;
   /** The configuration the guest resolves from `env` and the config file. */
   config(env?: Record<string, string | undefined>): Config;
-  isPrunable(tool: string, globs: string[]): boolean;
+  /**
+   * Whether a tool's results may be pruned: `tool` is its name or every name the
+   * caller knows for it (`mcp__fetch__read_file`, `mcp_fetch_read_file`, …); never
+   * prunable under any name wins (SPEC §2). TypeError for other types.
+   */
+  isPrunable(tool: string | string[], globs: string[]): boolean;
   inspect(text: string): Inspection;
   omittedTool(dialect?: Dialect, lang?: Lang): Record<string, unknown>;
   /** The judge router; rejects with a `RulesError` for an invalid rules file. */

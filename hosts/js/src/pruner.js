@@ -222,12 +222,18 @@ export class Pruner {
     return wit.config(resolved.value.val);
   }
 
-  /** Whether `tool`'s results may be pruned (`settings.is-prunable`: a glob matches, and it is no file reader, shell, editor or `omitted`). */
+  /**
+   * Whether a tool's results may be pruned (`settings.is-tool-prunable`, SPEC §2):
+   * `tool` is its name, or every name the caller knows for it (`['read_file',
+   * 'mcp__fetch__read_file', 'mcp_fetch_read_file']`). Never when any name is a
+   * file reader, shell, editor or `omitted`; else when any name matches a glob.
+   */
   isPrunable(tool, globs) {
-    if (typeof tool !== 'string' || !Array.isArray(globs) || !globs.every((g) => typeof g === 'string')) {
-      throw new TypeError('toolprune: isPrunable(tool: string, globs: string[])');
+    const names = typeof tool === 'string' ? [tool] : tool;
+    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string') || !Array.isArray(globs) || !globs.every((g) => typeof g === 'string')) {
+      throw new TypeError('toolprune: isPrunable(tool: string | string[], globs: string[])');
     }
-    const answer = this.#engine.callSync('isPrunable', { tool: tool.toWellFormed(), globs: globs.map((g) => g.toWellFormed()) });
+    const answer = this.#engine.callSync('isToolPrunable', { names: names.map((n) => n.toWellFormed()), globs: globs.map((g) => g.toWellFormed()) });
     if (!answer.ok) throw guestError(answer);
     return answer.value;
   }

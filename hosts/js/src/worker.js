@@ -115,6 +115,7 @@ const OPS = {
   configPath: { run: (g, a) => g.settings.configPath(a.env) },
   resolve: { run: (g, a) => result(() => g.settings.resolve(a.env, a.file)) },
   isPrunable: { run: (g, a) => g.settings.isPrunable(a.tool, a.globs) },
+  isToolPrunable: { run: (g, a) => g.settings.isToolPrunable(a.names, a.globs) },
   retryDelay: { run: (g, a) => g.settings.retryDelay(a.facts) },
   failureLine: { run: (g, a) => g.settings.failureLine(a.operation, a.agent, a.tool, a.failure, a.limit) },
   unavailable: { run: (g, a) => g.omitted.unavailable(a.lang) },

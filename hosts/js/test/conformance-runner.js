@@ -398,7 +398,7 @@ export async function run(scenario) {
           })),
         };
       } else if (step.is_prunable !== undefined) {
-        result = { prunable: pruner.isPrunable(step.is_prunable.tool, step.is_prunable.globs) };
+        result = { prunable: pruner.isPrunable(step.is_prunable.names ?? step.is_prunable.tool, step.is_prunable.globs) };
       } else if (step.route !== undefined) {
         const spec = step.route;
         result = await routed(() => pruner.route(text(spec.rules), spec.message, { answers: text(spec.answers), jevModel: spec.jev_model, log: routeLog }));

@@ -403,7 +403,7 @@ class Run:
             }
         if "is_prunable" in step:
             spec = step["is_prunable"]
-            return {"prunable": self.pruner.is_prunable(spec["tool"], spec.get("globs", []))}
+            return {"prunable": self.pruner.is_prunable(spec.get("names", spec.get("tool")), spec.get("globs", []))}
         if "route" in step or "route_live" in step:
             return self.route(step.get("route", step.get("route_live")), live="route_live" in step)
         if "cli" in step:

@@ -47,6 +47,7 @@ EXPORTS: Dict[str, Tuple[str, ...]] = {
         "config-path",
         "resolve",
         "is-prunable",
+        "is-tool-prunable",
         "retry-delay",
         "call-limits-for",
         "failure-line",

@@ -277,10 +277,12 @@ class Pruner:
             )
         return _convert.lift_inspection(self._stateless(size, "inspect", text))
 
-    def is_prunable(self, tool: str, globs: Optional[Sequence[str]] = None) -> bool:
-        """Whether results of ``tool`` may be pruned: it matches one of
-        ``globs`` (default: the guest's defaults, web-fetch tools) and is not a
-        file reader, shell, editor or ``omitted`` (SPEC §2, §15)."""
+    def is_prunable(self, tool: Union[str, Sequence[str]], globs: Optional[Sequence[str]] = None) -> bool:
+        """Whether results of ``tool`` may be pruned: ``tool`` is its name or
+        every name the caller knows for it (``mcp__fetch__read_file``,
+        ``mcp_fetch_read_file``, …); a name matches one of ``globs`` (default:
+        the guest's defaults, web-fetch tools) and no name is a file reader,
+        shell, editor or ``omitted`` (SPEC §2, §15)."""
         return self.settings.is_prunable(tool, self.settings.defaults().prunable if globs is None else list(globs))
 
     def stub_scores(self, request: ScoringRequest) -> ScoringResponse:

@@ -11,7 +11,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _convert
 from ._engine import BOOT_FUEL, CallLimits, Compiled, Instance, Trapped
@@ -183,13 +183,20 @@ class Settings:
                     raise ConfigError(f"the config file {path} is not valid UTF-8") from err
         return self.resolve(env, text)
 
-    def is_prunable(self, tool: str, globs: Sequence[str]) -> bool:
-        """Whether a tool's results may be pruned (SPEC §2, §15)."""
-        if not isinstance(tool, str):
-            raise TypeError(f"tool must be a str, not {type(tool).__name__}")
-        names = [clean(str(g)) for g in globs]
-        size = (len(tool) + sum(len(g) for g in names)) * 4
-        return bool(self._call(size, "is-prunable", clean(tool), names))
+    def is_prunable(self, tool: Union[str, Sequence[str]], globs: Sequence[str]) -> bool:
+        """Whether a tool's results may be pruned (SPEC §2, §15;
+        ``settings.is-tool-prunable``). ``tool``: its name, or every name the
+        caller knows for it (``["read_file", "mcp__fetch__read_file",
+        "mcp_fetch_read_file"]``): never when any name is a file reader,
+        shell, editor or ``omitted``, else when any name matches a glob.
+        Raises ``TypeError`` for a name that is not a ``str``."""
+        names = [tool] if isinstance(tool, str) else list(tool)
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"tool must be a str, not {type(name).__name__}")
+        patterns = [clean(str(g)) for g in globs]
+        size = (sum(len(n) for n in names) + sum(len(g) for g in patterns)) * 4
+        return bool(self._call(size, "is-tool-prunable", [clean(n) for n in names], patterns))
 
     def retry_delay(
         self,

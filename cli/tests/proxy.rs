@@ -1,0 +1,81 @@
+//! `toolprune mcp-proxy` as a process in front of a scripted stdio MCP
+//! server (Python, in the test): which tools it treats as prunable.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolprune");
+
+/// A stdio MCP server offering `fetch` and `read_file`; every call answers
+/// the file named by its first argument, as one text block.
+const SERVER: &str = r#"
+import json, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+schema = lambda key: {"type": "object", "properties": {key: {"type": "string"}}}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m.get("method") == "tools/list":
+        result = {"tools": [{"name": "fetch", "inputSchema": schema("url")}, {"name": "read_file", "inputSchema": schema("path")}]}
+    elif m.get("method") == "tools/call":
+        result = {"content": [{"type": "text", "text": text}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+"#;
+
+const PROMPT: &str = "Why can't I index a Rust String with s[0], and what is the right way to iterate over its characters?";
+
+fn page() -> std::path::PathBuf {
+    let shared = std::env::var("TOOLPRUNE_SHARED").map(Into::into).unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    shared.join("corpus/rust-book-ch08-02-strings.md")
+}
+
+#[test]
+fn a_file_reader_behind_a_proxy_named_fetch_is_offered_no_request_and_never_pruned() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = std::fs::read_to_string(page()).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["mcp-proxy", "--name", "fetch", "--basis", "argument", "--", "python3", "-c", SERVER])
+        .arg(page())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("TOOLPRUNE_STORE_DIR", dir.path().join("store"))
+        .env("TOOLPRUNE_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("toolprune-proxy-tests-cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ask = |message: Value| -> Value {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    let listed = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}));
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let schema = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["inputSchema"]["properties"].clone();
+    assert!(schema("fetch").get("user_request").is_some(), "fetch is prunable: {listed}");
+    assert!(schema("read_file").get("user_request").is_none(), "read_file is offered the basis argument: {listed}");
+    assert!(tools.iter().any(|t| t["name"] == "omitted"), "{listed}");
+
+    let call = |id: u32, name: &str, key: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {key: "x", "user_request": PROMPT}}})
+    };
+    let read = ask(call(2, "read_file", "path"));
+    assert_eq!(read["result"]["content"][0]["text"].as_str().unwrap(), raw, "read_file's result must come back exactly");
+    let fetched = ask(call(3, "fetch", "url"));
+    let body = fetched["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(body.starts_with("[Omitted by relevance:") && body.len() < raw.len(), "the control: fetch is pruned: {}", &body[..200.min(body.len())]);
+    drop(stdin);
+    let _ = child.wait();
+}
