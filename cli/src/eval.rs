@@ -614,7 +614,7 @@ fn prune_one(
         } else {
             0
         },
-        paragraphs: counts.map_or(0, |c| c.paragraphs),
+        paragraphs: counts.and_then(|c| c.paragraphs).unwrap_or(0),
         dropped: if ok { counts.map(|c| c.dropped) } else { None },
         calls: counts.map_or(0, |c| c.calls),
         ms: counts.and_then(|c| c.ms),

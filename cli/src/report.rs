@@ -44,7 +44,9 @@ pub struct PruneReport<'a> {
 pub struct CountsReport {
     pub raw_chars: u32,
     pub kept_chars: u32,
-    pub paragraphs: u32,
+    /// Paragraphs the text was split into; null when it was not split
+    /// (skipped, `structured`), never 0 for that (SPEC §7).
+    pub paragraphs: Option<u32>,
     pub dropped: u32,
     pub calls: u32,
     pub jev_tokens: u64,

@@ -238,7 +238,7 @@ fn measure(doc: &Doc, p: &Pruned) -> Res {
         raw,
         saved: if ok { raw.saturating_sub(u64::from(p.counts.kept_chars)) } else { 0 },
         dropped: ok.then_some(p.counts.dropped),
-        paragraphs: p.counts.paragraphs,
+        paragraphs: p.counts.paragraphs.unwrap_or(0),
         found,
         topics,
         missed,

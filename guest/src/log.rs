@@ -55,13 +55,14 @@ pub struct PruneLine<'a> {
 }
 
 /// The `tool prune:` line (SPEC §12). `shape=` is absent when the text was
-/// not split (`structured`); `ratio=-` where no body was assembled, `ms=-`
+/// not split (`structured`), and `paragraphs=-` then too; `ratio=-` where no body was assembled, `ms=-`
 /// where no host scorer answered: a quantity not measured is never 0.
 pub fn prune_line(l: &PruneLine) -> String {
     let c = l.counts;
     let shape = l.shape.map(|s| format!(" shape={}", shape_name(s))).unwrap_or_default();
     let ms = c.ms.map(|m| m.to_string()).unwrap_or_else(|| "-".to_string());
     let ratio = l.ratio.map(|r| crate::number::fixed(r, 3)).unwrap_or_else(|| "-".to_string());
+    let paragraphs = c.paragraphs.map(|p| p.to_string()).unwrap_or_else(|| "-".to_string());
     format!(
         "tool prune: agent={} name={} outcome={}{} raw_chars={} kept_chars={} paragraphs={} dropped={} calls={} jev_tokens={} ms={} threshold={} ratio={} scorer={}",
         label(l.agent),
@@ -70,7 +71,7 @@ pub fn prune_line(l: &PruneLine) -> String {
         shape,
         c.raw_chars,
         c.kept_chars,
-        c.paragraphs,
+        paragraphs,
         c.dropped,
         c.calls,
         c.jev_tokens,
@@ -95,7 +96,7 @@ mod tests {
 
     #[test]
     fn unmeasured_quantities_are_dashes() {
-        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: 3, dropped: 0, calls: 0, jev_tokens: 0, ms: None };
+        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: Some(3), dropped: 0, calls: 0, jev_tokens: 0, ms: None };
         let line = prune_line(&PruneLine {
             agent: "a",
             tool: "t",
@@ -110,5 +111,21 @@ mod tests {
             line,
             "tool prune: agent=a name=t outcome=nothing_dropped shape=text raw_chars=5000 kept_chars=5000 paragraphs=3 dropped=0 calls=0 jev_tokens=0 ms=- threshold=0.2 ratio=- scorer=offline"
         );
+    }
+
+    #[test]
+    fn a_text_that_was_not_split_counts_no_paragraphs_not_zero() {
+        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: None, dropped: 0, calls: 0, jev_tokens: 0, ms: None };
+        let line = prune_line(&PruneLine {
+            agent: "a",
+            tool: "t",
+            outcome: Outcome::Structured,
+            shape: None,
+            counts: &counts,
+            threshold: 0.2,
+            ratio: None,
+            scorer: "offline",
+        });
+        assert!(line.contains(" kept_chars=5000 paragraphs=- dropped=0 "), "{line}");
     }
 }

@@ -119,24 +119,24 @@ impl Job {
     pub fn complete(&self, response: Option<ScoringResponse>, id_number: u32) -> Pruned {
         let plan = match &self.stage {
             Stage::Skipped(gate) => {
-                let mut out = self.unchanged(Outcome::Skipped, None, &[], Scoring::none(), false);
+                let mut out = self.unchanged(Outcome::Skipped, None, None, Scoring::none(), false);
                 out.gate = Some(*gate);
                 return out;
             }
-            Stage::BadThreshold => return self.unchanged(Outcome::Failed, None, &[], Scoring::none(), true),
-            Stage::Structured => return self.unchanged(Outcome::Structured, None, &[], Scoring::none(), true),
+            Stage::BadThreshold => return self.unchanged(Outcome::Failed, None, None, Scoring::none(), true),
+            Stage::Structured => return self.unchanged(Outcome::Structured, None, None, Scoring::none(), true),
             Stage::NoBasis { shape, paragraphs } => {
-                return self.unchanged(Outcome::NoBasis, Some(*shape), paragraphs, Scoring::none(), true)
+                return self.unchanged(Outcome::NoBasis, Some(*shape), Some(paragraphs), Scoring::none(), true)
             }
             Stage::Unscorable { shape, paragraphs } => {
-                return self.unchanged(Outcome::Ok, Some(*shape), paragraphs, Scoring::none(), true)
+                return self.unchanged(Outcome::Ok, Some(*shape), Some(paragraphs), Scoring::none(), true)
             }
             Stage::Score(plan) => plan,
         };
         let shape = plan.shape();
         let response = if self.offline() { Some(plan.score_offline()) } else { response };
         let Some(response) = response else {
-            return self.unchanged(Outcome::Failed, Some(shape), &plan.paragraphs, Scoring::none(), true);
+            return self.unchanged(Outcome::Failed, Some(shape), Some(&plan.paragraphs), Scoring::none(), true);
         };
         let ms = response.elapsed_ms;
         let answers = match response.answers {
@@ -147,13 +147,13 @@ impl Job {
                     ScoringStop::Cancelled => Outcome::Cancelled,
                 };
                 let scoring = Scoring { ms, timed: true, ..Scoring::none() };
-                return self.unchanged(outcome, Some(shape), &plan.paragraphs, scoring, true);
+                return self.unchanged(outcome, Some(shape), Some(&plan.paragraphs), scoring, true);
             }
         };
         let mut scoring = plan.read(answers, ms);
         scoring.timed = !self.offline();
         if scoring.answered == 0 {
-            return self.unchanged(Outcome::Failed, Some(shape), &plan.paragraphs, scoring, true);
+            return self.unchanged(Outcome::Failed, Some(shape), Some(&plan.paragraphs), scoring, true);
         }
         if self.offline() {
             scoring.calls = 0;
@@ -161,13 +161,13 @@ impl Job {
         let drop = match decide::verdict(&scoring.scores, self.threshold) {
             Verdict::AllDropped => {
                 let below = scoring.scores.iter().filter(|s| matches!(s, Some(p) if *p < self.threshold)).count();
-                let mut out = self.unchanged(Outcome::AllDropped, Some(shape), &plan.paragraphs, scoring, false);
+                let mut out = self.unchanged(Outcome::AllDropped, Some(shape), Some(&plan.paragraphs), scoring, false);
                 out.counts.dropped = below as u32;
                 out.log_line = Some(self.log_line(&out));
                 return out;
             }
             Verdict::NothingDropped => {
-                return self.unchanged(Outcome::NothingDropped, Some(shape), &plan.paragraphs, scoring, true)
+                return self.unchanged(Outcome::NothingDropped, Some(shape), Some(&plan.paragraphs), scoring, true)
             }
             Verdict::Drop(drop) => drop,
         };
@@ -186,7 +186,7 @@ impl Job {
         let ratio = decide::ratio(self.raw_chars, body_chars);
         let dropped = drop.iter().filter(|d| **d).count();
         if !decide::clears_floor(ratio) {
-            let mut out = self.unchanged(Outcome::BelowFloor, Some(shape), &plan.paragraphs, scoring, false);
+            let mut out = self.unchanged(Outcome::BelowFloor, Some(shape), Some(&plan.paragraphs), scoring, false);
             out.counts.dropped = dropped as u32;
             out.ratio = Some(ratio);
             out.log_line = Some(self.log_line(&out));
@@ -210,7 +210,7 @@ impl Job {
             counts: Counts {
                 raw_chars: self.raw_chars as u32,
                 kept_chars: body_chars as u32,
-                paragraphs: plan.paragraphs.len() as u32,
+                paragraphs: Some(plan.paragraphs.len() as u32),
                 dropped: dropped as u32,
                 calls: scoring.calls,
                 jev_tokens: scoring.tokens,
@@ -228,15 +228,18 @@ impl Job {
         out
     }
 
-    /// The raw text back, with the counts measured so far.
+    /// The raw text back, with the counts measured so far. `paragraphs`:
+    /// none when the text was not split (its count is then none, not 0).
     fn unchanged(
         &self,
         outcome: Outcome,
         shape: Option<Shape>,
-        paragraphs: &[Paragraph],
+        paragraphs: Option<&[Paragraph]>,
         scoring: Scoring,
         log: bool,
     ) -> Pruned {
+        let count = paragraphs.map(|p| p.len() as u32);
+        let paragraphs = paragraphs.unwrap_or(&[]);
         let scores = if scoring.scores.is_empty() { vec![None; paragraphs.len()] } else { scoring.scores };
         let mut out = Pruned {
             body: None,
@@ -246,7 +249,7 @@ impl Job {
             counts: Counts {
                 raw_chars: self.raw_chars as u32,
                 kept_chars: self.raw_chars as u32,
-                paragraphs: paragraphs.len() as u32,
+                paragraphs: count,
                 dropped: 0,
                 calls: scoring.calls,
                 jev_tokens: scoring.tokens,

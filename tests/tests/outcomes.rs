@@ -105,7 +105,9 @@ fn structured_json_is_untouched_and_nothing_is_sent() {
     assert!(line.contains(" outcome=structured "), "{line}");
     assert!(!line.contains("shape="), "structured lines carry no shape: {line}");
     assert_eq!(field(&line, "ratio"), Some("-"));
+    assert_eq!(field(&line, "paragraphs"), Some("-"), "nothing was split: no count, not 0");
     assert_eq!(report(&p).shape, None);
+    assert_eq!(report(&p).counts.paragraphs, None);
 }
 
 #[test]
@@ -345,6 +347,7 @@ fn assert_cheap_gate_stops(result: ToolResult, enabled: bool) {
     assert_full_text(&p, &text);
     assert!(log.lines().is_empty(), "no log line: {:?}", log.lines());
     assert_eq!(report(&p).log_line, None);
+    assert_eq!(report(&p).counts.paragraphs, None, "not attempted: no paragraph count, not 0");
     assert_eq!(scorer.calls(), 0, "nothing leaves the machine");
 }
 

@@ -85,7 +85,8 @@ export interface Counts {
   rawChars: number;
   /** Characters of the body (markers included). */
   keptChars: number;
-  paragraphs: number;
+  /** Paragraphs the text was split into; null when it was not split (skipped, `structured`). */
+  paragraphs: number | null;
   dropped: number;
   /** Batches that answered; 0 for the offline scorer. */
   calls: number;

@@ -17,7 +17,7 @@ export function counts(c) {
   return {
     rawChars: c.rawChars,
     keptChars: c.keptChars,
-    paragraphs: c.paragraphs,
+    paragraphs: c.paragraphs ?? null,
     dropped: c.dropped,
     calls: c.calls,
     jevTokens: Number(c.jevTokens),

@@ -129,7 +129,8 @@ class Counts:
     raw_chars: int
     kept_chars: int
     """Characters of the body the model receives (markers included)."""
-    paragraphs: int
+    paragraphs: Optional[int]
+    """Paragraphs the text was split into; None when it was not split (skipped, ``structured``), never 0 for that."""
     dropped: int
     """Paragraphs below the threshold (also when the floor kept them)."""
     calls: int
