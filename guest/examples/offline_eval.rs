@@ -756,6 +756,7 @@ fn main() {
         }
         "dump" => dump(&docs, args.get(1).map(String::as_str).unwrap_or(""), params_from_env()),
         "time" => time(&docs, params_from_env()),
+        "evidence" => evidence(&load(&corpus, Lang::En), &load(&corpus, Lang::Ja)),
         "ranks" => ranks(&docs, params_from_env()),
         "secoracle" => {
             let prepared = prepare(&docs, Lang::En);
@@ -796,5 +797,52 @@ fn main() {
             eprintln!("unknown command {other}");
             std::process::exit(2);
         }
+    }
+}
+
+/// The offline scorer's evidence (`offline::evidence`, SPEC §5's abstention)
+/// for every document's own requests and for every other document's English
+/// request (a request on a page that does not answer it).
+fn evidence(en: &[Doc], ja: &[Doc]) {
+    let ev = |request: &str, text: &str| offline::evidence(request, &[text]);
+    let parts = |request: &str, text: &str| {
+        let (c, r) = offline::evidence_parts(request, &[text]);
+        format!("coverage {c:.3} reach {r:.3}")
+    };
+    println!("own requests (en):");
+    for d in en {
+        println!("  {:.3}  {}  {}", ev(&d.request, &d.text), parts(&d.request, &d.text), d.file);
+    }
+    println!("own requests (ja):");
+    for d in ja {
+        println!("  {:.3}  {}  {}", ev(&d.request, &d.text), parts(&d.request, &d.text), d.file);
+    }
+    // A mixed page: the Japanese Vue page, then the English transports page.
+    if let (Some(vue), Some(mcp), Some(mcp_ja)) = (
+        en.iter().find(|d| d.file.starts_with("vue-docs-ja")),
+        en.iter().find(|d| d.file.starts_with("mcp-spec")),
+        ja.iter().find(|d| d.file.starts_with("mcp-spec")),
+    ) {
+        let mixed = format!("{}\n\n{}", vue.text, mcp.text);
+        for (what, request) in [("en transports request", &mcp.request), ("ja transports request", &mcp_ja.request), ("en vue request", &vue.request)] {
+            println!("  {:.3}  {}  mixed page (vue ja + transports en), {what}", ev(request, &mixed), parts(request, &mixed));
+        }
+    }
+    let mut cross: Vec<(f64, String)> = Vec::new();
+    for r in en {
+        for d in en {
+            if r.file != d.file && !(r.file.starts_with("rust-rfc-3013") && d.file.starts_with("rust-rfc-3013")) {
+                cross.push((ev(&r.request, &d.text), format!("{} on {}", r.file, d.file)));
+            }
+        }
+    }
+    cross.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!("other documents' en requests: {} pairs, highest:", cross.len());
+    for (e, what) in cross.iter().take(8) {
+        println!("  {e:.3}  {what}");
+    }
+    let n = cross.len() as f64;
+    for bound in [0.3, 0.4, 0.5, 0.6] {
+        println!("  below {bound}: {:.1} %", 100.0 * cross.iter().filter(|c| c.0 < bound).count() as f64 / n);
     }
 }

@@ -97,6 +97,10 @@ pub const NEIGHBOUR_SHARE: f64 = 0.3;
 pub const BRIDGE_SHARE: f64 = 0.5;
 /// Exponent of the relevance mass in the calibration.
 pub const MASS_EXPONENT: f64 = 0.6;
+/// Below this [`evidence`] (share of the basis's terms found in the text)
+/// the offline scorer abstains (SPEC §5). Chosen on `../shared/corpus` and
+/// `../shared/cases` (docs/evaluation.md "Abstention").
+pub const MIN_EVIDENCE: f64 = 0.3;
 
 /// English stop words and question words: frequent, carry no topic. Sorted
 /// (binary search).
@@ -488,6 +492,58 @@ impl Outline {
     }
 }
 
+fn is_cjk_token(t: &str) -> bool {
+    t.chars().next().is_some_and(is_cjk)
+}
+
+/// The two statistics [`evidence`] multiplies, in [0, 1]: `coverage`, the
+/// share of the basis's distinct terms ([`tokens`]: words, compounds, CJK
+/// character bigrams; stop words dropped) that occur anywhere in the
+/// paragraphs; and `reach`, the share of the paragraphs' tokens written in a
+/// script the basis has terms in (CJK bigrams, or words), i.e. how much of
+/// the text the basis could match at all. Both 0 for a basis without terms.
+pub fn evidence_parts(basis: &str, paragraphs: &[&str]) -> (f64, f64) {
+    let terms: BTreeSet<String> = tokens(basis).into_iter().collect();
+    if terms.is_empty() {
+        return (0.0, 0.0);
+    }
+    let (basis_cjk, basis_words) = (terms.iter().any(|t| is_cjk_token(t)), terms.iter().any(|t| !is_cjk_token(t)));
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let (mut all, mut reachable) = (0usize, 0usize);
+    for p in paragraphs {
+        for t in tokens(p) {
+            all += 1;
+            if if is_cjk_token(&t) { basis_cjk } else { basis_words } {
+                reachable += 1;
+            }
+            if let Some(k) = terms.get(t.as_str()) {
+                seen.insert(k.as_str());
+            }
+        }
+    }
+    let reach = if all == 0 { 0.0 } else { reachable as f64 / all as f64 };
+    (seen.len() as f64 / terms.len() as f64, reach)
+}
+
+/// The evidence the offline scorer has for `basis` in this document (SPEC
+/// §5): `coverage × reach` ([`evidence_parts`]), in [0, 1]. Low when the
+/// text shares few of the request's terms (a Japanese request on an English
+/// page) or when most of the text is in a script the request has no terms
+/// in (an English request on a Japanese page, matched only in its code).
+pub fn evidence(basis: &str, paragraphs: &[&str]) -> f64 {
+    let (coverage, reach) = evidence_parts(basis, paragraphs);
+    coverage * reach
+}
+
+/// The offline scorer as the guest runs it: [`score_with`] the shipped
+/// knobs, or none — it **abstains** — when its [`evidence`] is below
+/// [`MIN_EVIDENCE`] (SPEC §5: a lexical scorer that shares almost no terms
+/// with the text knows nothing, and its ranking is noise; every paragraph is
+/// then unscored, and the outcome is `nothing_dropped`).
+pub fn score_or_abstain(basis: &str, paragraphs: &[&str]) -> Option<Vec<f64>> {
+    (evidence(basis, paragraphs) >= MIN_EVIDENCE).then(|| score_with(basis, paragraphs, Params::SHIPPED))
+}
+
 /// Scores with explicit knobs (see the module documentation for the steps).
 pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
     let n = paragraphs.len();
@@ -638,7 +694,8 @@ pub fn section_numbers(paragraphs: &[&str]) -> Vec<usize> {
         .collect()
 }
 
-/// Scores in [0, 1] per paragraph, in order, against the basis.
+/// Scores in [0, 1] per paragraph, in order, against the basis, whatever
+/// the evidence (the ranking alone; the guest runs [`score_or_abstain`]).
 pub fn score(basis: &str, paragraphs: &[&str]) -> Vec<f64> {
     score_with(basis, paragraphs, Params::SHIPPED)
 }
@@ -649,6 +706,28 @@ mod tests {
 
     fn toks(s: &str) -> Vec<String> {
         tokens(s)
+    }
+
+    #[test]
+    fn without_evidence_the_scorer_abstains_in_both_directions_and_on_a_mixed_page() {
+        let en = ["How does a client resume a dropped stream with the Last-Event-ID header after a disconnection?", "The server may replay the missed events on the resumed stream."];
+        let ja = ["クライアントは切断後にストリームを再開するとき、最後のイベントIDを送ります。", "サーバーは再開されたストリームで失われたイベントを再送できます。"];
+        // Same language: evidence, scores.
+        assert!(score_or_abstain("How does a client resume a dropped stream?", &en).is_some());
+        assert!(score_or_abstain("ストリームの再開はどうしますか？", &ja).is_some());
+        // A Japanese request on an English page, an English one on a Japanese page: none.
+        assert!(evidence("ストリームの再開はどうしますか？", &en) < MIN_EVIDENCE);
+        assert_eq!(score_or_abstain("ストリームの再開はどうしますか？", &en), None);
+        assert_eq!(score_or_abstain("How does a client resume a dropped stream?", &ja), None);
+        // An English request that matches only the identifiers of a Japanese page: none.
+        let code = ["`Last-Event-ID` ヘッダーでクライアントはストリームを再開し、サーバーは失われたイベントを再送します。"];
+        assert!(evidence_parts("resume with Last-Event-ID", &code).0 > 0.3);
+        assert_eq!(score_or_abstain("resume with Last-Event-ID", &code), None);
+        // A mixed page whose English half holds the request's words: scores.
+        let mixed = [ja[0], en[0], en[1], en[0], en[1], en[0], en[1]];
+        assert!(score_or_abstain("How does a client resume a dropped stream after a disconnection?", &mixed).is_some());
+        // No terms at all (stop words): no evidence.
+        assert_eq!(score_or_abstain("what is the", &en), None);
     }
 
     #[test]

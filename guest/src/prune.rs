@@ -385,12 +385,16 @@ impl Plan {
     fn score_offline(&self) -> ScoringResponse {
         let chunks: Vec<&str> =
             self.request.batches.iter().flat_map(|b| b.chunks.iter().map(String::as_str)).collect();
-        let mut scores = crate::offline::score(&self.request.basis, &chunks).into_iter();
+        // Abstaining (no evidence, SPEC §5), every paragraph is unscored: `nothing_dropped`.
+        let mut scores = match crate::offline::score_or_abstain(&self.request.basis, &chunks) {
+            Some(scores) => scores.into_iter().map(Some).collect::<Vec<_>>().into_iter(),
+            None => vec![None; chunks.len()].into_iter(),
+        };
         let answers = self
             .request
             .batches
             .iter()
-            .map(|b| BatchAnswer::Scores(scores.by_ref().take(b.chunks.len()).map(Some).collect()))
+            .map(|b| BatchAnswer::Scores(scores.by_ref().take(b.chunks.len()).collect()))
             .collect();
         ScoringResponse { answers: Ok(answers), elapsed_ms: 0 }
     }
