@@ -439,6 +439,8 @@ struct Structure {
     quotes: Vec<usize>,
     /// The open leaf of the innermost container.
     leaf: Leaf,
+    /// Fences opened so far (which fence a line belongs to).
+    fences: usize,
 }
 
 impl Structure {
@@ -555,6 +557,7 @@ impl Structure {
                 self.close(matched);
                 self.holds();
                 self.leaf = Leaf::Fence(f);
+                self.fences += 1;
                 return true;
             }
             let thematic = matches!(s[0], b'*' | b'-' | b'_')
@@ -606,6 +609,9 @@ fn blocks(text: &str) -> Vec<(usize, usize)> {
     let mut cur_start = 0;
     let mut seen_content = false;
     let mut after_blank = false;
+    // Blank lines read as a fence's content: whether they were is only
+    // known at the next visible line (issue 27 §3).
+    let mut blank_in_fence: Option<usize> = None;
     let mut structure = Structure::default();
 
     for line in lines(text) {
@@ -616,10 +622,22 @@ fn blocks(text: &str) -> Vec<(usize, usize)> {
         // Where the blank rest of the line begins: 0 when the line is blank.
         let end = content_len(content);
         let in_fence = structure.line(content, end);
-        if !in_fence && end == 0 {
-            after_blank = true;
+        if end == 0 {
+            if in_fence {
+                blank_in_fence = blank_in_fence.or(Some(structure.fences));
+            } else {
+                after_blank = true;
+            }
             continue;
         }
+        // A fence ends with its closing line (part of it) or with its
+        // container: a list item ends at a line dedented after blank
+        // lines, and so did the fence, before those blank lines. They
+        // separate, as CommonMark reads them.
+        if blank_in_fence.is_some_and(|fence| !in_fence || structure.fences != fence) {
+            after_blank = true;
+        }
+        blank_in_fence = None;
         if seen_content && after_blank {
             out.push((cur_start, line.start));
             cur_start = line.start;
@@ -1689,8 +1707,8 @@ mod tests {
 
     /// The referee's fenced code blocks in `text`: byte ranges from the
     /// opening run to the end of the closing fence's line, or of the last
-    /// line the block holds (its blank lines included) when its container
-    /// or the text ends first.
+    /// non-blank line the block holds when its container or the text ends
+    /// first (blank lines inside it included, trailing ones not).
     #[cfg(feature = "commonmark-referee")]
     fn referee_fences(text: &str) -> Vec<(usize, usize)> {
         use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag};
@@ -1711,7 +1729,19 @@ mod tests {
             .into_offset_iter()
             .filter_map(|(event, range)| match event {
                 Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
-                    Some((range.start, range.end))
+                    // A block whose container ended at a blank line holds
+                    // that line in its range; CommonMark ends the block
+                    // before it (issue 27 §3): trailing blank lines are not
+                    // the block's.
+                    let mut end = range.start;
+                    let mut at = range.start;
+                    for line in lf[range.start..range.end].split_inclusive('\n') {
+                        at += line.len();
+                        if !line.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
+                            end = at;
+                        }
+                    }
+                    Some((range.start, end.max(range.start + 1)))
                 }
                 _ => None,
             })
@@ -1892,9 +1922,56 @@ mod tests {
             })
     }
 
+    /// A list item (or a quoted one) holding a fence, its code with blank
+    /// lines, then blank lines and text dedented out of the item (issue 27
+    /// §3: CommonMark ends the item, and the fence, at the dedent).
+    #[cfg(feature = "commonmark-referee")]
+    fn list_fence_then_dedent() -> impl Strategy<Value = String> {
+        let item = prop::sample::select(vec![
+            ("- ", "  ", ""),
+            ("* ", "  ", ""),
+            ("1. ", "   ", ""),
+            ("10) ", "    ", ""),
+            ("  - ", "    ", ""),
+            ("- - ", "    ", ""),
+            ("> - ", ">   ", "> "),
+            ("- ", "  ", "  "),
+        ]);
+        (
+            item,
+            (prop::bool::ANY, 3usize..=4, prop::sample::select(vec!["", "rust", " sh"])),
+            prop::collection::vec(prop::sample::select(vec!["code", "", "  nested code", " "]), 0..4),
+            prop::collection::vec(prop::sample::select(vec!["", " ", "\t"]), 1..3),
+            prop::collection::vec(prop::sample::select(vec!["dedented paragraph", " one space", "- next item", "plain", "```"]), 1..3),
+            prop::bool::ANY,
+        )
+            .prop_map(|((first, cont, outer), (tilde, n, info), code, blanks, after, closed)| {
+                let fence = if tilde { "~" } else { "`" }.repeat(n);
+                let mut out = format!("{first}{fence}{info}\n");
+                for l in code {
+                    out.push_str(&format!("{}{l}\n", if l.is_empty() { cont.trim_end() } else { cont }));
+                }
+                if closed {
+                    out.push_str(&format!("{cont}{fence}\n"));
+                }
+                for b in blanks {
+                    out.push_str(&format!("{b}\n"));
+                }
+                for l in after {
+                    out.push_str(&format!("{outer}{l}\n"));
+                }
+                out
+            })
+    }
+
     #[cfg(feature = "commonmark-referee")]
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn fence_boundaries_match_the_commonmark_referee_after_a_list_items_fence(text in list_fence_then_dedent()) {
+            check_against_referee(&text)?;
+        }
 
         #[test]
         fn fence_boundaries_match_the_commonmark_referee_on_line_soups(text in soup()) {
@@ -1907,6 +1984,19 @@ mod tests {
         ) {
             check_against_referee(&segments.concat())?;
         }
+    }
+
+    #[test]
+    fn a_paragraph_dedented_after_a_list_items_fence_and_a_blank_line_is_its_own_unit() {
+        // CommonMark ends the item, and the fence in it, at the blank line
+        // (issue 27 §3; proptest seed cc 3f593821… in proptest-regressions/split.txt).
+        let starts = |t: &str| blocks(t).iter().map(|b| b.0).collect::<Vec<_>>();
+        assert_eq!(starts("- ```\n  code\n\ndedented paragraph\n"), [0, 14]);
+        assert_eq!(starts("1. ```\n   code\n\n\ndedented paragraph\n"), [0, 17]);
+        assert_eq!(starts("- ```\r\n  code\r\n\r\ndedented paragraph\r\n"), [0, 17]);
+        assert_eq!(starts("- ```\n\n```\n"), [0, 7], "a new fence after the item");
+        // The item goes on (indented): the blank line stays the fence's.
+        assert_eq!(starts("- ```\n  code\n\n  more code\n  ```\n"), [0]);
     }
 
     // ----- The shared edge cases (../../shared/cases) -----

@@ -74,12 +74,7 @@ fn word(text: &str) -> String {
     if w.is_empty() { "-".to_string() } else { w }
 }
 
-/// Every name agents give tool `bare` of MCP server `server`: the bare
-/// name, `mcp__SERVER__TOOL` (Claude Code, Codex CLI, the proxy's
-/// clients), `mcp_SERVER_TOOL` and `SERVER__TOOL` (Gemini CLI).
-pub fn mcp_tool_names(server: &str, bare: &str) -> Vec<String> {
-    vec![bare.to_string(), format!("mcp__{server}__{bare}"), format!("mcp_{server}_{bare}"), format!("{server}__{bare}")]
-}
+pub use crate::proxy::mcp_tool_names;
 
 /// The names a hook knows for an event's tool `tool`: `tool` itself first
 /// (the log label), then, when its MCP server is known (`server`: the

@@ -53,6 +53,14 @@ use crate::logfile::LogFile;
 use self::basis::{HookRecords, Whoami};
 use self::message::{IdKey, Line};
 
+/// Every name agents give tool `bare` of MCP server `server`: the bare
+/// name, `mcp__SERVER__TOOL` (Claude Code, Codex CLI), `mcp_SERVER_TOOL`
+/// and `SERVER__TOOL` (Gemini CLI). The proxy and the hooks check
+/// prunability on all of them (SPEC §2).
+pub fn mcp_tool_names(server: &str, bare: &str) -> Vec<String> {
+    vec![bare.to_string(), format!("mcp__{server}__{bare}"), format!("mcp_{server}_{bare}"), format!("{server}__{bare}")]
+}
+
 /// Where the basis comes from (SPEC §15; config `[proxy] basis`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BasisMode {
@@ -207,7 +215,7 @@ impl Core {
         // any of them wins (SPEC §2), so `read_file` of a server named
         // `fetch` stays exact although `mcp_fetch_*` matches it.
         let names = match &p.name {
-            Some(server) => crate::hook::common::mcp_tool_names(server, tool),
+            Some(server) => mcp_tool_names(server, tool),
             None => vec![tool.to_string()],
         };
         let answer = p.pruner.is_tool_prunable(&names, &p.globs);
