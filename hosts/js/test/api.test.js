@@ -271,6 +271,10 @@ test('inspect, isPrunable, the configuration and the defaults are the guest\'s',
   assert.deepEqual(pruner.inspect('{"a": 1, "b": [1, 2, 3]}'), { shape: null, wrapperSpan: null, units: [] });
   assert.equal(pruner.isPrunable('WebFetch', ['WebFetch']), true);
   assert.equal(pruner.isPrunable('Read', ['*']), false);
+  // Every name a door knows: never prunable under any name wins (SPEC §2).
+  assert.equal(pruner.isPrunable(['read_file', 'mcp_fetch_read_file'], ['mcp_fetch_*']), false);
+  assert.equal(pruner.isPrunable(['fetch', 'mcp__fetch__fetch'], ['mcp__fetch__*']), true);
+  assert.throws(() => pruner.isPrunable([1], ['*']), TypeError);
   assert.equal(pruner.isPrunable(pruner.omittedToolName, ['*']), false);
   assert.equal(pruner.version, '0.2.0');
   const config = pruner.config({ HOME: '/nonexistent', TOOLPRUNE_THRESHOLD: '0.3', TOOLPRUNE_JEV_ROUTE: 'typesafe' });

@@ -214,6 +214,11 @@ def test_is_prunable_follows_the_guests_globs_and_exclusions(pruner: Pruner) -> 
     assert pruner.is_prunable("WebFetch") and pruner.is_prunable("mcp__fetch__fetch")
     assert not pruner.is_prunable("Read", ["*"]) and not pruner.is_prunable("omitted", ["*"])
     assert pruner.is_prunable("my_tool", ["my_*"]) and not pruner.is_prunable("my_tool", ["other"])
+    # Every name a door knows: never prunable under any name wins (SPEC §2).
+    assert not pruner.is_prunable(["read_file", "mcp_fetch_read_file"], ["mcp_fetch_*"])
+    assert pruner.is_prunable(["fetch", "mcp__fetch__fetch"], ["mcp__fetch__*"])
+    with pytest.raises(TypeError):
+        pruner.is_prunable([1], ["*"])  # type: ignore[list-item]
 
 
 def test_the_contract_version_and_settings_come_from_the_guest(pruner: Pruner) -> None:
