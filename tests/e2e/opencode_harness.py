@@ -13,8 +13,8 @@
   the scripted provider, ``autoupdate: false``, mcp-server-fetch as server ``docs``
   reaching loopback pages, the plugins (``file://`` URLs).
 - ``run_opencode(...)``: ``opencode run [--continue] PROMPT`` with a minimal environment
-  (no update check, no models.dev fetch, npm's registry pointed at a closed loopback port
-  so that a download attempt fails at once instead of reaching the network) and no stdin.
+  (no update check, no models.dev fetch, every proxy a closed loopback port so that
+  nothing but loopback is reached) and no stdin.
 
 ``<cache>`` is ``$TOOLPRUNE_E2E_CACHE`` or ``~/.cache/toolprune-e2e`` (gemini_harness).
 """
@@ -140,10 +140,9 @@ def write_config(project: Path, api_url: str, fetch_bin: Path, plugins: list[str
 def env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     out = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
            "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
-           # A download attempt fails at once (nothing may download at run time): OpenCode's
-           # plugin install, and readabilipy's `npm install` inside mcp-server-fetch (which
-           # then extracts in pure Python).
-           "npm_config_registry": "http://127.0.0.1:9/", "npm_config_offline": "true", "npm_config_fetch_retries": "0",
+           # No network but loopback: a download attempt fails (OpenCode's start-up install of
+           # @opencode-ai/plugin hangs then: the seed is what keeps the run offline).
+           "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost",
            "NO_COLOR": "1"}
     out.update(extra or {})
     return out
