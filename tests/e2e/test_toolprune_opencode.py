@@ -4,7 +4,8 @@ The pinned ``opencode`` (opencode_harness.py) runs ``opencode run`` headless in 
 HOME against the scripted loopback OpenAI-compatible chat API (scripted_chat.py); the real
 ``mcp-server-fetch`` (server ``docs``, tool ``docs_fetch``) fetches corpus pages from a
 loopback site. toolprune is the npm package's OpenCode plugin (``hosts/js/src/opencode.js``,
-``toolprune/opencode``), loaded by a ``file://`` URL; OpenCode's config folder is seeded
+``toolprune/opencode``), packed and npm-installed as the README says, loaded by a
+``file://`` URL; OpenCode's config folder is seeded
 with ``@opencode-ai/plugin`` from the registry beforehand and npm's registry is a closed
 port, so nothing downloads at run time. A log-only probe plugin listed before toolprune
 records the page the MCP server returned.
@@ -68,13 +69,25 @@ def prompt_of(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def plugin_url() -> str:
-    """The package's plugin, its bindings built (``npm ci && npm run build`` when missing)."""
+def plugin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The plugin as a user gets it (README "Use with OpenCode"): the npm package packed
+    from hosts/js (its bindings built first when missing), installed with npm into a
+    folder of its own, offline (it has no dependencies); its ``toolprune/opencode`` file."""
     if not (JS / "gen" / "toolprune.js").exists():
         for cmd in (["npm", "ci", "--no-audit", "--no-fund"], ["npm", "run", "build"]):
             p = subprocess.run(cmd, cwd=JS, capture_output=True, text=True, timeout=1800)
             assert p.returncode == 0, f"{' '.join(cmd)}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
-    return (JS / "src" / "opencode.js").as_uri()
+    where = tmp_path_factory.mktemp("toolprune-npm")
+    p = subprocess.run(["npm", "pack", "--pack-destination", str(where), "--silent"], cwd=JS, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    (tgz,) = where.glob("toolprune-*.tgz")
+    prefix = where / "toolprune-opencode"
+    p = subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--offline", "--loglevel=error", str(tgz)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    plugin = prefix / "node_modules" / "toolprune" / "src" / "opencode.js"
+    assert plugin.exists(), sorted(str(f) for f in prefix.rglob("*"))[:20]
+    return plugin.as_uri()
 
 
 class Agent:
