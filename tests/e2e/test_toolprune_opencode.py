@@ -34,7 +34,7 @@ import pytest
 import opencode_harness as oc
 from docsite import Site, corpus_pages
 from gemini_harness import ensure_fetch_venv
-from harness import Omission, find_omission
+from harness import Omission, find_omission, page_path, verbatim_pieces
 from provision import Toolchain
 from scripted_chat import ScriptedChat, tool_call
 
@@ -48,10 +48,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 JS = REPO / "hosts" / "js"
 PROBE = HERE / "opencode_probe_plugin.js"
-
-
-def page_path(doc: str) -> str:
-    return f"/docs/{doc.rsplit('.', 1)[0]}.html"
 
 
 def content_text(content: Any) -> str:
@@ -165,20 +161,6 @@ def originals(log: Path) -> list[str]:
         return []
     events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     return ["\n\n".join(e["texts"]) for e in events if e["tool"] == FETCH]
-
-
-def verbatim_pieces(body: str, page: str) -> list[str]:
-    header, _, rest = body.partition("\n\n")
-    assert header.startswith("[Omitted by relevance:"), header[:300]
-    pieces, at = [], 0
-    for piece in rest.split("\n\n"):
-        if not piece or piece.startswith("[… paragraph"):
-            continue
-        found = page.find(piece, at)
-        assert found >= 0, f"not verbatim from the page: {piece[:200]!r}"
-        at = found + len(piece)
-        pieces.append(piece)
-    return pieces
 
 
 @dataclass
