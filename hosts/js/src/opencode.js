@@ -99,6 +99,8 @@ export async function ToolprunePlugin() {
   }
   if (!state) return {};
   const { pruner, config, scorer, root } = state;
+  // Sessions untouched for `[store] max_age_hours` go, as the Rust hooks sweep them.
+  root.sweep(config.store.maxAgeS);
   const servers = new Set();
   /** sessionID → { session, conversation, request } (opened on first use). */
   const sessions = new Map();

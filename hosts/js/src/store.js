@@ -48,6 +48,8 @@ export class StoreError extends Error {
 export const LOG_FILE = 'toolprune.log';
 export const LOG_MAX_BYTES = 1 << 20;
 export const LOG_ROTATED = 4;
+/** The age sweep runs at most this often (store.rs `SWEEP_EVERY`). */
+export const SWEEP_EVERY_S = 3600;
 
 const uid = () => (typeof process.geteuid === 'function' ? process.geteuid() : null);
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -224,6 +226,45 @@ export class Root {
     } catch {
       // Writing the log never fails a door.
     }
+  }
+
+  /**
+   * Deletes session directories untouched for `maxAgeS` seconds (their
+   * newest file), at most once per `SWEEP_EVERY_S` (a `.swept` stamp in the
+   * root, shared with the Rust CLI's `Root::sweep`). Returns how many were
+   * deleted. Never throws.
+   */
+  sweep(maxAgeS) {
+    let deleted = 0;
+    try {
+      const stamp = join(this.#dir, '.swept');
+      try {
+        if (Date.now() - lstatSync(stamp).mtimeMs < SWEEP_EVERY_S * 1000) return 0;
+      } catch {
+        // never swept
+      }
+      rmSync(stamp, { force: true });
+      writePrivate(stamp, Buffer.from(String(nowS())));
+      for (const entry of readdirSync(this.#dir, { withFileTypes: true })) {
+        if (!entry.isDirectory()) continue;
+        const dir = join(this.#dir, entry.name);
+        let newest = lstatSync(dir).mtimeMs;
+        for (const name of readdirSync(dir)) {
+          try {
+            newest = Math.max(newest, lstatSync(join(dir, name)).mtimeMs);
+          } catch {
+            // gone meanwhile
+          }
+        }
+        if (Date.now() - newest > maxAgeS * 1000) {
+          rmSync(dir, { recursive: true, force: true });
+          deleted += 1;
+        }
+      }
+    } catch {
+      // a sweep that cannot run is retried next time
+    }
+    return deleted;
   }
 
   #rotate() {

@@ -4,7 +4,7 @@
 // tests/e2e/test_toolprune_opencode.py.
 
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -157,6 +157,24 @@ describe('the OpenCode plugin', () => {
     await say(open, 'ses_g', REQUEST);
     assert.equal((await fetched(open, 'ses_g', PAGE)).content[0].text, PAGE);
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('at start, sessions untouched for max_age_hours are swept, at most hourly; fresh ones stay', async () => {
+    let hooks = await plugin();
+    await say(hooks, 'ses_old', REQUEST);
+    await say(hooks, 'ses_new', REQUEST);
+    const root = process.env.TOOLPRUNE_STORE_DIR;
+    const old = join(root, sessionName('opencode', 'ses_old'));
+    const past = new Date(Date.now() - 49 * 3600 * 1000);
+    for (const f of readdirSync(old)) utimesSync(join(old, f), past, past);
+    utimesSync(old, past, past);
+    // The first start swept already (an empty root): within the hour nothing more goes.
+    hooks = await ToolprunePlugin({}, {});
+    assert.ok(existsSync(old));
+    utimesSync(join(root, '.swept'), past, past);
+    hooks = await ToolprunePlugin({}, {});
+    assert.ok(!existsSync(old), 'the stale session is gone');
+    assert.ok(existsSync(join(root, sessionName('opencode', 'ses_new'))), 'the fresh one stays');
   });
 
   test('a bad config file turns the plugin into hooks that change nothing', async () => {
