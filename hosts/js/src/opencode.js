@@ -23,6 +23,8 @@
 //   `settings.resolve` over the same file and variables): `enabled`,
 //   `threshold`, `lang`, `prunable`, `[store]` bounds, the Jev scorer
 //   (offline when no token is set).
+// - `event` `session.deleted`: the session's records are deleted, its
+//   counter kept (a tombstone: an old id answers `not_found`).
 // - Fail-open: any error (component, configuration, store, scorer) leaves
 //   the result as OpenCode made it; a hook never throws.
 //
@@ -134,6 +136,19 @@ export async function ToolprunePlugin() {
         for (const name of Object.keys(cfg?.mcp ?? {})) servers.add(name);
       } catch {
         // names from the tool alone
+      }
+    },
+
+    // OpenCode deleted a session (`session.deleted`, properties `{sessionID, info}`): its
+    // records go, the counter stays (a tombstone), as the Rust hooks' session end.
+    event: async ({ event } = {}) => {
+      try {
+        if (event?.type !== 'session.deleted') return;
+        const id = event.properties?.sessionID ?? event.properties?.info?.id;
+        sessions.delete(id);
+        root.existingSession(AGENT, id)?.end();
+      } catch {
+        // the age sweep deletes it later
       }
     },
 

@@ -193,6 +193,20 @@ export class Root {
     return new Session(this, dir, name, bounds);
   }
 
+  /** The session if its directory exists (nothing is created), else null. */
+  existingSession(agent, sessionId, bounds) {
+    if (typeof sessionId !== 'string' || sessionId.trim() === '') return null;
+    const name = sessionName(agent, sessionId);
+    const dir = join(this.#dir, name);
+    try {
+      lstatSync(dir);
+    } catch {
+      return null;
+    }
+    checkPrivate(dir);
+    return new Session(this, dir, name, bounds);
+  }
+
   /**
    * Appends `<unix s> [session=TAG] [id=Pn] LINE` to `<root>/toolprune.log`
    * (0600, never through a link; rotated before it would pass 1 MiB, as
@@ -401,6 +415,20 @@ export class Session {
     if (text === null) return null;
     const record = parseJson(path, text);
     return record && typeof record.request === 'string' ? record : null;
+  }
+
+  /**
+   * The session's end (store.rs `Session::end`): deletes the request and
+   * the records, keeps `state.json` with the counter (a tombstone), so that
+   * an old id answers `not_found`, never another text.
+   */
+  end() {
+    const state = this.#state();
+    writeAtomic(this.#dir, 'state.json', JSON.stringify({ count: state.count, records: [] }));
+    for (const name of readdirSync(this.#dir)) {
+      const ours = name === 'request.json' || (name.startsWith('P') && (name.endsWith('.json') || name.endsWith('.body'))) || (name.startsWith('.') && name.endsWith('.tmp'));
+      if (ours) rmSync(join(this.#dir, name), { force: true });
+    }
   }
 
   /** The session directory's file names (tests). */

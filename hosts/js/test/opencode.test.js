@@ -177,6 +177,22 @@ describe('the OpenCode plugin', () => {
     assert.ok(existsSync(join(root, sessionName('opencode', 'ses_new'))), 'the fresh one stays');
   });
 
+  test('a session OpenCode deletes loses its records and keeps its counter; an old id then answers not_found', async () => {
+    const hooks = await plugin();
+    await say(hooks, 'ses_del', REQUEST);
+    assert.match((await fetched(hooks, 'ses_del', PAGE)).content[0].text, /P1/);
+    const dir = join(process.env.TOOLPRUNE_STORE_DIR, sessionName('opencode', 'ses_del'));
+    await hooks.event({ event: { type: 'session.deleted', properties: { sessionID: 'ses_del', info: { id: 'ses_del' } } } });
+    assert.deepEqual(readdirSync(dir), ['state.json']);
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')), { count: 1, records: [] });
+    const answer = await hooks.tool.omitted.execute({ id: 'P1', from: 0, to: 5 }, { sessionID: 'ses_del' });
+    assert.match(answer, /^There is no text with id=P1/);
+    // Another session's deletion, or one never seen, creates nothing.
+    await hooks.event({ event: { type: 'session.deleted', properties: { sessionID: 'ses_never', info: { id: 'ses_never' } } } });
+    assert.ok(!existsSync(join(process.env.TOOLPRUNE_STORE_DIR, sessionName('opencode', 'ses_never'))));
+    await hooks.event({ event: { type: 'session.updated', properties: {} } });
+  });
+
   test('a bad config file turns the plugin into hooks that change nothing', async () => {
     scratch = freshEnv();
     process.env.TOOLPRUNE_CONFIG = join(scratch, 'config.toml');
