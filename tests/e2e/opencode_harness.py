@@ -37,50 +37,54 @@ PROVIDER = "scripted"
 MODEL = "m"
 
 
-def ensure_opencode_cli(version: str = OPENCODE_VERSION) -> Path:
-    """``opencode-ai@version`` installed into the cache once; returns ``opencode``."""
-    dest = cache_dir() / f"opencode-{version}"
-    exe = dest / "node_modules" / ".bin" / "opencode"
-    with _locked(f"opencode-{version}"):
-        if (dest / ".ok").exists() and exe.exists():
-            return exe
-        npm = shutil.which("npm")
-        if npm is None:
-            raise SetupError("npm not found (OpenCode's package needs npm)")
-        tmp = Path(tempfile.mkdtemp(prefix=f"opencode-{version}.", dir=cache_dir()))
-        tmp.chmod(0o755)
-        _run_install([npm, "install", "--prefix", str(tmp), "--no-audit", "--no-fund", "--loglevel=error",
-                      f"opencode-ai@{version}"])
-        tmp_exe = tmp / "node_modules" / ".bin" / "opencode"
-        p = subprocess.run([str(tmp_exe), "--version"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)})
-        if p.returncode != 0 or version not in p.stdout:
-            raise SetupError(f"opencode --version: {p.stdout} {p.stderr}")
-        (tmp / ".ok").write_text(version + "\n")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-        return exe
-
-
-def ensure_plugin_seed(version: str = OPENCODE_VERSION) -> Path:
-    """``@opencode-ai/plugin@version`` installed by npm into a folder of the cache, once."""
-    dest = cache_dir() / f"opencode-plugin-{version}"
-    with _locked(f"opencode-plugin-{version}"):
+def _npm_folder(name: str, packages: list[str], check) -> Path:
+    """``<cache>/<name>/``: ``npm install packages`` into a fresh folder, ``check(folder)``
+    (raises SetupError), then renamed into place with an ``.ok`` stamp; once, under a lock."""
+    dest = cache_dir() / name
+    with _locked(name):
         if (dest / ".ok").exists():
             return dest
         npm = shutil.which("npm")
         if npm is None:
-            raise SetupError("npm not found")
-        tmp = Path(tempfile.mkdtemp(prefix=f"opencode-plugin-{version}.", dir=cache_dir()))
+            raise SetupError("npm not found (OpenCode's packages need npm)")
+        tmp = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=cache_dir()))
         tmp.chmod(0o755)
-        (tmp / "package.json").write_text(json.dumps({"dependencies": {"@opencode-ai/plugin": version}}) + "\n")
-        _run_install([npm, "install", "--prefix", str(tmp), "--no-audit", "--no-fund", "--loglevel=error"])
-        if not (tmp / "node_modules" / "@opencode-ai" / "plugin" / "package.json").exists():
-            raise SetupError("npm did not install @opencode-ai/plugin")
-        (tmp / ".ok").write_text(version + "\n")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
+        try:
+            (tmp / "package.json").write_text("{}\n")
+            _run_install([npm, "install", "--prefix", str(tmp), "--no-audit", "--no-fund", "--loglevel=error", "--save-exact", *packages])
+            check(tmp)
+            (tmp / ".ok").write_text(" ".join(packages) + "\n")
+            shutil.rmtree(dest, ignore_errors=True)
+            tmp.rename(dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return dest
+
+
+def ensure_opencode_cli(version: str = OPENCODE_VERSION) -> Path:
+    """``opencode-ai@version`` installed into the cache once; returns ``opencode``."""
+
+    def check(folder: Path) -> None:
+        exe = folder / "node_modules" / ".bin" / "opencode"
+        p = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder)})
+        if p.returncode != 0 or version not in p.stdout:
+            raise SetupError(f"opencode --version: {p.stdout} {p.stderr}")
+
+    return _npm_folder(f"opencode-{version}", [f"opencode-ai@{version}"], check) / "node_modules" / ".bin" / "opencode"
+
+
+def ensure_plugin_seed(version: str = OPENCODE_VERSION) -> Path:
+    """``@opencode-ai/plugin@version`` installed by npm into a folder of the cache, once
+    (its ``package.json`` lists it, as OpenCode's own install would)."""
+
+    def check(folder: Path) -> None:
+        if json.loads((folder / "package.json").read_text()).get("dependencies", {}).get("@opencode-ai/plugin") is None:
+            raise SetupError("npm did not record @opencode-ai/plugin in package.json")
+        if not (folder / "node_modules" / "@opencode-ai" / "plugin" / "package.json").exists():
+            raise SetupError("npm did not install @opencode-ai/plugin")
+
+    return _npm_folder(f"opencode-plugin-{version}", [f"@opencode-ai/plugin@{version}"], check)
 
 
 def ensure_readability(fetch_bin: Path) -> Path:
