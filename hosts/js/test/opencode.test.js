@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { Pruner } from '../src/index.js';
 import { ToolprunePlugin } from '../src/opencode.js';
 import { Root, sessionName } from '../src/store.js';
-import { readShared } from './helpers.js';
+import { notes, readShared, scripted, REQUEST as NOTES_REQUEST } from './helpers.js';
 
 const PAGE = readShared('corpus/nvm-README.md');
 const REQUEST = 'How do I set a default Node version with nvm alias?';
@@ -111,6 +111,16 @@ describe('the OpenCode plugin', () => {
     assert.match((await fetched(again, 'ses_c', PAGE)).content[0].text, /P2/);
     await say(again, 'ses_d', REQUEST);
     assert.match((await fetched(again, 'ses_d', PAGE)).content[0].text, /P1/);
+  });
+
+  test('results of one session pruned at once get distinct ids, each stored once', async () => {
+    const hooks = await plugin();
+    await say(hooks, 'ses_par', REQUEST);
+    const outputs = await Promise.all([0, 1, 2].map(() => fetched(hooks, 'ses_par', PAGE)));
+    const ids = outputs.map((o) => o.content[0].text.match(/id=(P\d+)\]/)[1]).sort();
+    assert.deepEqual(ids, ['P1', 'P2', 'P3']);
+    const dir = join(process.env.TOOLPRUNE_STORE_DIR, sessionName('opencode', 'ses_par'));
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')).records.map(([n]) => n), [1, 2, 3]);
   });
 
   test('a tool that is not prunable, a non-text or several-block result, an error result pass unchanged', async () => {
@@ -237,6 +247,20 @@ describe('resultStore (a conversation keeping its records elsewhere)', () => {
     assert.equal(second.id, 'P2');
     assert.equal(d.omitted({ id: 'P1', from: 0, to: 5 }).outcome, 'ok');
     assert.equal(d.count, 2);
+    rmSync(dir, { recursive: true, force: true });
+    pruner.close();
+  });
+
+  test('results scored at once by a slow scorer get distinct ids in the store, in the order they finish', async () => {
+    const pruner = await Pruner.load();
+    const dir = mkdtempSync(join(tmpdir(), 'toolprune-rs-'));
+    const session = new Root(join(dir, 'store')).session('test', 's2');
+    const c = pruner.conversation({ enabled: true, resultStore: session, log: () => {} });
+    const turn = c.turn(NOTES_REQUEST);
+    const results = await Promise.all([40, 10, 25].map((ms) => turn.onToolResult({ tool: 'fetch', prunable: true, text: notes(40), scorer: scripted({ ms }) })));
+    assert.deepEqual(results.map((r) => r.id), ['P3', 'P1', 'P2']);
+    assert.equal(session.count(), 3);
+    for (const r of results) assert.equal(session.find(r.id).id, r.id);
     rmSync(dir, { recursive: true, force: true });
     pruner.close();
   });
