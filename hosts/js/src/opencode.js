@@ -128,7 +128,13 @@ export async function ToolprunePlugin() {
     return entry;
   };
 
-  const omittedTool = pruner.omittedTool('plain', config.lang);
+  let omittedTool;
+  try {
+    omittedTool = pruner.omittedTool('plain', config.lang);
+  } catch {
+    pruner.close();
+    return {};
+  }
 
   return {
     config: async (cfg) => {
