@@ -58,16 +58,20 @@ function sanitized(name) {
 }
 
 /**
- * The names a prunable glob may match for OpenCode's MCP tool `tool`
+ * Every name the plugin knows for OpenCode's MCP tool `tool`
  * (`<server>_<tool>`): the name itself and, for the configured server it
- * starts with (else its first `_`), the `mcp__<server>__<tool>` spelling
- * of the guest's default globs.
+ * starts with (else its first `_`), the bare tool and its `mcp__<server>__<tool>`,
+ * `mcp_<server>_<tool>` spellings (the guest's default globs). The guest
+ * decides on all of them at once (SPEC §2: never prunable under any name wins).
  */
 function candidateNames(tool, servers) {
   const names = [tool];
   const server = [...servers].map(sanitized).filter((s) => tool.startsWith(`${s}_`)).sort((a, b) => b.length - a.length)[0];
   const cut = server !== undefined ? server.length : tool.indexOf('_');
-  if (cut > 0 && cut < tool.length - 1) names.push(`mcp__${tool.slice(0, cut)}__${tool.slice(cut + 1)}`);
+  if (cut > 0 && cut < tool.length - 1) {
+    const [name, bare] = [tool.slice(0, cut), tool.slice(cut + 1)];
+    names.push(bare, `mcp__${name}__${bare}`, `mcp_${name}_${bare}`);
+  }
   return names;
 }
 
@@ -175,7 +179,7 @@ export async function ToolprunePlugin() {
         if (typeof input?.tool !== 'string' || typeof input.sessionID !== 'string' || input.tool === omittedTool.name) return;
         const block = soleText(output?.content);
         if (!block) return;
-        const prunable = candidateNames(input.tool, servers).some((name) => pruner.isPrunable(name, config.prunable));
+        const prunable = pruner.isPrunable(candidateNames(input.tool, servers), config.prunable);
         const entry = open(input.sessionID);
         entry.request ??= entry.session.request()?.request ?? null;
         const turn = entry.conversation.turn(entry.request ?? '');

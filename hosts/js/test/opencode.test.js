@@ -211,6 +211,19 @@ describe('the OpenCode plugin', () => {
     assert.deepEqual(hooks, {});
   });
 
+  test('a file reader of a server named fetch is never pruned, whatever glob its names match (SPEC §2)', async () => {
+    scratch = freshEnv();
+    process.env.TOOLPRUNE_CONFIG = join(scratch, 'config.toml');
+    writeFileSync(process.env.TOOLPRUNE_CONFIG, 'prunable = ["fetch_*", "mcp__fetch__*", "mcp_fetch_*"]\n');
+    const hooks = await ToolprunePlugin({}, {});
+    await hooks.config?.({ mcp: { fetch: { type: 'local', command: ['x'] } } });
+    await say(hooks, 'ses_r', REQUEST);
+    for (const tool of ['fetch_read_file', 'fetch_read_text_file', 'fetch_edit_file']) {
+      assert.equal((await fetched(hooks, 'ses_r', PAGE, tool)).content[0].text, PAGE, tool);
+    }
+    assert.ok((await fetched(hooks, 'ses_r', PAGE, 'fetch_fetch')).content[0].text.length < PAGE.length, 'the control: fetch_fetch is pruned');
+  });
+
   test('disabled in the config: nothing is pruned', async () => {
     scratch = freshEnv();
     process.env.TOOLPRUNE_CONFIG = join(scratch, 'config.toml');
