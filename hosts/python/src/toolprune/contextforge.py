@@ -1,0 +1,130 @@
+"""toolprune as a ContextForge plugin (``mcp-contextforge-gateway`` ≥ 1.0.7,
+its ``cpex`` plugin framework; ``docs/gateway.md``).
+
+Enable it in the gateway's plugin configuration (``PLUGINS_ENABLED=true``,
+``PLUGINS_CONFIG_FILE=plugins/config.yaml``)::
+
+    plugins:
+      - name: "toolprune"
+        kind: "toolprune.contextforge.ToolprunePlugin"
+        hooks: ["tool_pre_invoke", "tool_post_invoke"]
+        mode: "transform"      # modifies payloads, never blocks a call
+        priority: 900          # after other transforms (redaction first)
+        config:
+          prunable: ["*fetch*"]
+          redis_url: "redis://127.0.0.1:6379/0"
+
+- ``tool_pre_invoke``: removes the basis argument (``user_request``) from a
+  prunable tool's arguments and keeps it in the plugin's context for the
+  call; gives the ``omitted`` tool the caller's scope.
+- ``tool_post_invoke``: prunes the text items of a prunable tool's result
+  (:meth:`toolprune.gateway.GatewayPruner.prune`); any error leaves the
+  result as the server returned it.
+
+Identity: ``context.global_context.user_context`` (``user_id`` / ``email``,
+``team_id``) or, without one, ``global_context.user`` (the authenticated
+email the gateway puts there).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, List, Optional
+
+from cpex.framework import (
+    Plugin,
+    PluginConfig,
+    PluginContext,
+    ToolPostInvokePayload,
+    ToolPostInvokeResult,
+    ToolPreInvokePayload,
+    ToolPreInvokeResult,
+)
+
+from .gateway import GatewayPruner, GatewaySettings, Identity
+from .pruner import Pruner
+
+try:
+    from cpex.framework.constants import TOOL_METADATA
+except ImportError:  # pragma: no cover - older cpex
+    TOOL_METADATA = "tool"
+
+BASIS_KEY = "toolprune_basis"
+log = logging.getLogger("toolprune")
+
+
+class ToolprunePlugin(Plugin):
+    """The plugin (``kind: toolprune.contextforge.ToolprunePlugin``).
+    ``config.config``: :class:`toolprune.gateway.GatewaySettings`'s keys.
+    Raises :class:`ValueError` at load on a bad configuration (the gateway
+    then reports the plugin as failed to load)."""
+
+    def __init__(self, config: PluginConfig) -> None:
+        super().__init__(config)
+        settings = GatewaySettings.from_mapping(config.config)
+        secret: Optional[bytes] = None
+        if not settings.scope_secret:
+            secret = _gateway_secret()
+        self.gateway = GatewayPruner(Pruner.load(), settings, secret=secret)
+
+    async def tool_pre_invoke(self, payload: ToolPreInvokePayload, context: PluginContext) -> ToolPreInvokeResult:
+        """Strips the basis argument (kept in ``context.state``) / sets the ``omitted`` scope."""
+        try:
+            names = _names(payload.name, context)
+            args, basis = self.gateway.strip(names, payload.args, _identity(context))
+            if basis is not None:
+                context.state[BASIS_KEY] = basis
+            if args is None:
+                return ToolPreInvokeResult(continue_processing=True)
+            return ToolPreInvokeResult(continue_processing=True, modified_payload=payload.model_copy(update={"args": args}))
+        except Exception as err:  # never block a call
+            log.warning("tool prune: agent=contextforge outcome=failed reason=pre_invoke error=%s", type(err).__name__)
+            return ToolPreInvokeResult(continue_processing=True)
+
+    async def tool_post_invoke(self, payload: ToolPostInvokePayload, context: PluginContext) -> ToolPostInvokeResult:
+        """Prunes the result's text (or leaves it exactly as it came)."""
+        try:
+            names = _names(payload.name, context)
+            basis = context.state.get(BASIS_KEY)
+            pruned = await self.gateway.prune(names, payload.result, basis if isinstance(basis, str) else None, _identity(context))
+        except Exception as err:  # pragma: no cover - prune fails open itself
+            log.warning("tool prune: agent=contextforge outcome=failed reason=post_invoke error=%s", type(err).__name__)
+            pruned = None
+        if pruned is None:
+            return ToolPostInvokeResult(continue_processing=True)
+        return ToolPostInvokeResult(continue_processing=True, modified_payload=ToolPostInvokePayload(name=payload.name, result=pruned))
+
+
+def _names(name: str, context: PluginContext) -> List[str]:
+    """The gateway's name of the tool, then its original (upstream) name."""
+    names = [name]
+    meta = context.global_context.metadata.get(TOOL_METADATA)
+    original = getattr(meta, "original_name", None) or (meta.get("original_name") if isinstance(meta, dict) else None)
+    if isinstance(original, str) and original and original not in names:
+        names.append(original)
+    return names
+
+
+def _identity(context: PluginContext) -> Identity:
+    g = context.global_context
+    uc = g.user_context
+    if uc is not None:
+        return Identity(user=uc.user_id or uc.email, team=uc.team_id)
+    user: Any = g.user
+    if isinstance(user, dict):
+        user = user.get("email") or user.get("id") or user.get("sub")
+    return Identity(user=user if isinstance(user, str) and user else None)
+
+
+def _gateway_secret() -> Optional[bytes]:
+    """The gateway's ``AUTH_ENCRYPTION_SECRET`` (the same on every instance), if readable."""
+    try:
+        from mcpgateway.config import settings  # type: ignore[import-not-found]
+
+        value = settings.auth_encryption_secret.get_secret_value()
+        return value.encode("utf-8") if value else None
+    except Exception:
+        return None
+
+
+__all__ = ["ToolprunePlugin"]
