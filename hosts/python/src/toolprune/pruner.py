@@ -638,18 +638,15 @@ class Conversation:
         plan), so a trap in one result never fails another."""
         response = None if scored is None else _convert.lower_response(scored.answers, scored.elapsed_ms)
         with self._lock:
-            # Only a scored result can be stored: a gated one takes no number
-            # (a shared store's round trip is saved, and its failure cannot
-            # turn `no_basis` into `failed`).
-            number = 0
-            if scored is not None:
-                try:
-                    number = int(self._backend.next_number())
-                    if not 1 <= number <= 0xFFFF_FFFF:
-                        raise ValueError("the store's id number is out of range")
-                except Exception as err:  # any store failure: fail open
-                    self._discard_locked(job)
-                    return HostFailure("store", None, f"next_number: {type(err).__name__}")
+            # The guest writes the id into the markers, so the number comes
+            # first (a result that is not stored leaves a gap in a shared store).
+            try:
+                number = int(self._backend.next_number())
+                if not 1 <= number <= 0xFFFF_FFFF:
+                    raise ValueError("the store's id number is out of range")
+            except Exception as err:  # any store failure: fail open
+                self._discard_locked(job)
+                return HostFailure("store", None, f"next_number: {type(err).__name__}")
 
             def replay(i: Instance, l: CallLimits) -> Any:
                 return i.call(l, "[method]prune-job.finish", i.call(l, "[constructor]prune-job", job.input), response, number)
@@ -666,8 +663,6 @@ class Conversation:
             stored = get(pruned, "record")
             if stored is not None:
                 try:
-                    if number == 0:  # pragma: no cover - the guest stores only scored results
-                        raise ValueError("a record without a reserved number")
                     self._backend.put(_convert.lift_stored(stored))
                 except Exception as err:  # any store failure: fail open
                     return HostFailure("store", None, f"put: {type(err).__name__}")
