@@ -293,8 +293,80 @@ class GatewayPruner:
         return {**dict(result), "content": items}
 
 
+def with_basis(schema: Mapping[str, Any], argument: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """``schema`` (a tool's ``inputSchema``) with the optional basis
+    ``argument`` (:meth:`Pruner.request_argument`) among its properties, or
+    None when it already has a property of that name (the tool's own: left
+    alone, and no argument basis for it). Never added to ``required``."""
+    props = dict(schema.get("properties") or {})
+    if argument["name"] in props:
+        return None
+    props[argument["name"]] = dict(argument["schema"])
+    return {**dict(schema), "type": schema.get("type", "object"), "properties": props}
+
+
+def add_basis(gateway_url: str, token: str, pruner: Pruner, globs: Sequence[str], lang: Optional[str] = None) -> List[str]:
+    """Adds the basis argument to the schema of every prunable tool in a
+    ContextForge gateway's registry (``GET /tools``, ``PUT /tools/{id}``
+    with ``input_schema``), as the admin whose ``token`` is given. Returns
+    the names of the tools changed. Raises ``urllib.error.URLError``. Run it
+    again after the gateway re-reads a server's tools (a refresh replaces
+    the schemas)."""
+    import json
+    import urllib.request
+
+    argument = pruner.request_argument(lang)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def call(method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(gateway_url.rstrip("/") + path, data=data, method=method, headers=headers)
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read() or b"null")
+
+    changed = []
+    for tool in call("GET", "/tools?include_inactive=false&limit=0"):
+        names = [n for n in (tool.get("name"), tool.get("originalName")) if isinstance(n, str)]
+        if not any(pruner.is_prunable(n, list(globs)) for n in names):
+            continue
+        schema = with_basis(tool.get("inputSchema") or {}, argument)
+        if schema is None:
+            continue
+        call("PUT", f"/tools/{tool['id']}", {"input_schema": schema})
+        changed.append(tool["name"])
+    return changed
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m toolprune.gateway add-basis --gateway URL [--prunable GLOB…]``
+    (the admin token in ``$TOOLPRUNE_GATEWAY_TOKEN``): :func:`add_basis`."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m toolprune.gateway")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add = sub.add_parser("add-basis", help="add the basis argument to the prunable tools' schemas in a ContextForge registry")
+    add.add_argument("--gateway", required=True, help="the gateway's URL (http://host:4444)")
+    add.add_argument("--prunable", nargs="*", default=None, help="tool-name globs (default: the toolprune configuration's)")
+    add.add_argument("--lang", choices=["en", "ja"], default=None)
+    ns = parser.parse_args(argv)
+    token = os.environ.get("TOOLPRUNE_GATEWAY_TOKEN", "")
+    if not token:
+        print("toolprune: set TOOLPRUNE_GATEWAY_TOKEN to an admin token of the gateway", file=sys.stderr)
+        return 2
+    pruner = Pruner.load()
+    globs = ns.prunable if ns.prunable is not None else pruner.config().prunable
+    for name in add_basis(ns.gateway, token, pruner, globs, ns.lang):
+        print(name)
+    return 0
+
+
 def _is_text(item: Any) -> bool:
     return isinstance(item, Mapping) and item.get("type") == "text" and isinstance(item.get("text"), str)
 
 
-__all__ = ["AGENT", "GatewayPruner", "GatewaySettings", "Identity", "SCOPE_ARGUMENT", "scope_of"]
+__all__ = ["AGENT", "GatewayPruner", "GatewaySettings", "Identity", "SCOPE_ARGUMENT", "add_basis", "scope_of", "with_basis"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
