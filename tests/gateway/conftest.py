@@ -248,30 +248,46 @@ class Stack:
 
     # --- the taps ------------------------------------------------------------------
 
-    def tap_messages(self, direction: str) -> List[Dict[str, Any]]:
+    def tap_records(self) -> List[Dict[str, Any]]:
+        """The tap's lines in order, each ``{"dir": "c2s" | "s2c", "msg": <the JSON-RPC message>}``."""
         path = self.root / "fetch-tap.jsonl"
+        out: List[Dict[str, Any]] = []
         if not path.exists():
-            return []
-        out = []
+            return out
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
-            if rec.get("dir") == direction:
+            if rec.get("dir") in ("c2s", "s2c"):
                 try:
-                    out.append(json.loads(rec["line"].encode("latin-1").decode("utf-8")))
+                    out.append({"dir": rec["dir"], "msg": json.loads(rec["line"].encode("latin-1").decode("utf-8"))})
                 except ValueError:
                     pass
         return out
 
     def fetch_calls(self) -> List[Dict[str, Any]]:
         """The ``tools/call`` requests mcp-server-fetch received, in order."""
-        return [m for m in self.tap_messages("c2s") if m.get("method") == "tools/call"]
+        return [r["msg"] for r in self.tap_records() if r["dir"] == "c2s" and r["msg"].get("method") == "tools/call"]
 
-    def fetch_answer(self, call_id: Any) -> str:
-        """The text mcp-server-fetch answered to the request ``call_id``."""
-        for m in self.tap_messages("s2c"):
-            if m.get("id") == call_id and "result" in m:
-                return "".join(b["text"] for b in m["result"]["content"] if b["type"] == "text")
-        raise AssertionError(f"mcp-server-fetch answered no request {call_id!r}")
+    def fetch_exchanges(self) -> List[tuple]:
+        """``(call, answer text)`` for each ``tools/call`` mcp-server-fetch answered, in
+        order (each answer is the first with the call's id after it: the gateway's
+        sessions reuse ids)."""
+        pending: Dict[str, Dict[str, Any]] = {}
+        out = []
+        for r in self.tap_records():
+            m = r["msg"]
+            key = json.dumps(m.get("id"))
+            if r["dir"] == "c2s" and m.get("method") == "tools/call":
+                pending[key] = m
+            elif r["dir"] == "s2c" and key in pending and ("result" in m or "error" in m):
+                call = pending.pop(key)
+                text = "".join(b.get("text", "") for b in m.get("result", {}).get("content", []) if b.get("type") == "text")
+                out.append((call, text))
+        return out
+
+    def last_exchange(self) -> tuple:
+        found = self.fetch_exchanges()
+        assert found, "mcp-server-fetch answered no call"
+        return found[-1]
 
     def close(self) -> None:
         for name in list(self.procs)[::-1]:
@@ -292,6 +308,7 @@ plugins:
     priority: 900
     config:
       prunable: ["fetch", "*-fetch"]
+      threshold: 0.5
       omitted_tools: ["toolprune-omitted"]
       redis_url: "{redis}"
 
@@ -319,7 +336,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         s.start_redis()
         (root / "plugins.yaml").write_text(PLUGINS_YAML.format(redis=s.redis_url), encoding="utf-8")
         log = s.spawn("fetch", [PY, "-m", "mcpgateway.translate", "--stdio",
-                                f"{FETCH_PYTHON} {TAP} {root}/fetch-tap.jsonl -- {Path(FETCH_PYTHON).parent}/mcp-server-fetch --ignore-robots-txt",
+                                f"{FETCH_PYTHON} {TAP} {root}/fetch-tap.jsonl -- {Path(FETCH_PYTHON).parent}/mcp-server-fetch --ignore-robots-txt --allow-private-ips",
                                 "--expose-sse", "--port", str(s.fetch_port)],
                       env={**s.gateway_env(Gateway("x", 0)), "PORT": str(s.fetch_port)})
         wait_port(s.fetch_port, s.procs["fetch"], "mcpgateway.translate (mcp-server-fetch)", 120, log)
@@ -331,12 +348,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             s.gateways.append(gw)
             s.start_gateway(gw)  # A first: it creates the database
         s.tokens["admin"] = s.jwt("admin@example.com", admin=True)
+        # Calling a tool over /mcp needs tools.execute in a global role (a team
+        # role counts only where the request names the team): the admin gives it.
+        role = s.api("POST", "/rbac/roles", {"name": "tool_user", "description": "calls tools", "scope": "global",
+                                             "permissions": ["tools.read", "tools.execute"]})
         teams = {}
         for team, user in (("alpha", "alice"), ("beta", "bob")):
             s.api("POST", "/auth/email/admin/users", {"email": f"{user}@example.com", "password": PASSWORD, "full_name": user, "is_admin": False})
-            made = s.api("POST", "/teams", {"name": team, "visibility": "private"})
+            made = s.api("POST", "/teams/", {"name": team, "visibility": "private"})
             teams[team] = made["id"]
             s.api("POST", f"/teams/{made['id']}/members", {"email": f"{user}@example.com", "role": "member"})
+            s.api("POST", f"/rbac/users/{user}@example.com/roles", {"role_id": role["id"], "scope": "global"})
             s.tokens[user] = s.jwt(f"{user}@example.com", teams=[made["id"]])
         s.api("POST", "/gateways", {"name": "docs", "url": f"http://127.0.0.1:{s.fetch_port}/sse", "transport": "SSE", "visibility": "public"})
         s.api("POST", "/gateways", {"name": "toolprune", "url": f"http://127.0.0.1:{s.omitted_port}/mcp", "transport": "STREAMABLEHTTP", "visibility": "public"})

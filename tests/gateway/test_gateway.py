@@ -34,10 +34,9 @@ def page_url(stack: Stack, doc: str = DOC) -> str:
     return stack.site.url + "/docs/" + doc.rsplit(".", 1)[0] + ".html"
 
 
-def last_call(stack: Stack) -> Dict[str, Any]:
-    calls = stack.fetch_calls()
-    assert calls, "mcp-server-fetch received no call"
-    return calls[-1]
+def server_text(stack: Stack) -> str:
+    """What mcp-server-fetch answered to the last call."""
+    return stack.last_exchange()[1]
 
 
 async def test_the_tool_list_carries_the_basis_argument_and_omitted(stack: Stack) -> None:
@@ -59,10 +58,9 @@ async def test_a_page_pruned_through_one_instance_is_read_back_through_the_other
     assert not result.isError
     body = text_of(result)
     # The argument never reached the server; the rest of the call did, unchanged.
-    call = last_call(stack)
+    call, raw = stack.last_exchange()
     assert call["params"]["arguments"] == {"url": url, "max_length": MAX}, call["params"]
     assert all("user_request" not in c["params"].get("arguments", {}) for c in stack.fetch_calls())
-    raw = stack.fetch_answer(call["id"])
     pid, ranges, dropped_chars, total_chars = markers(body)
     assert total_chars == len(raw), "the header counts the page the server returned"
     assert ranges and len(body) < len(raw)
@@ -108,9 +106,9 @@ async def test_without_a_basis_and_on_an_error_the_result_is_the_servers(stack: 
     url = page_url(stack)
     async with client(stack, "alice", gw=1) as s:
         plain = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX}))
-        raw = stack.fetch_answer(last_call(stack)["id"])
+        raw = server_text(stack)
         short = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": "ok"}))
-        raw_short = stack.fetch_answer(last_call(stack)["id"])
+        raw_short = server_text(stack)
         missing = await s.call_tool(FETCH, {"url": stack.site.url + "/nope.html", "user_request": manifest[DOC]["request_en"]})
     assert plain == raw, "no basis: the server's text, unchanged"
     assert short == raw_short, "a basis under 20 characters: unchanged"
@@ -200,7 +198,7 @@ async def test_with_redis_stopped_pages_pass_unchanged_and_the_gateway_keeps_ser
                 for _ in range(2):
                     result = await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": request})
                     assert not result.isError
-                    assert text_of(result) == stack.fetch_answer(last_call(stack)["id"]), "unchanged"
+                    assert text_of(result) == server_text(stack), "unchanged"
                 back = text_of(await s.call_tool(OMITTED, {"id": "P1", "from": 0, "to": 3}))
                 assert "could not be read" in back or "There is no text" in back, back
             with urllib.request.urlopen(stack.gateways[gw].url + "/health", timeout=30) as r:
