@@ -4,12 +4,15 @@
     Redis (Debian's redis-server)
       ├── gateway A (mcpgateway, toolprune plugin) ─┐   one SQLite database,
       └── gateway B (mcpgateway, toolprune plugin) ─┤   one Redis
-                                                    ├── "docs": mcpgateway.translate (SSE) → tap → mcp-server-fetch
+                                                    ├── "docs": fetch_pool.py (SDK, streamable HTTP) → 4 × (tap → mcp-server-fetch)
                                                     └── "toolprune": python -m toolprune.omitted_server (Redis)
     a loopback site serving ../shared/corpus pages
 
-The tap (tests/mcp-proxy/tap.py) records every line mcp-server-fetch receives and
-sends: what the server was asked and what it answered, before the gateway.
+Each tap (tests/mcp-proxy/tap.py) records every line its mcp-server-fetch process
+receives and sends: what the server was asked and what it answered, behind the
+gateway. mcp-server-fetch runs without Node on its PATH, so readabilipy uses its
+pure-Python mode (0.1 s a page instead of 1.5 s of Node's Readability.js: the
+soak's 1,000 calls would take half an hour on 2 cores).
 
 Users: ``admin@example.com`` (registers the servers, adds the basis argument to the
 fetch tool's schema), ``alice@example.com`` in team ``alpha``, ``bob@example.com``
@@ -248,41 +251,40 @@ class Stack:
 
     # --- the taps ------------------------------------------------------------------
 
-    def tap_records(self) -> List[Dict[str, Any]]:
-        """The tap's lines in order, each ``{"dir": "c2s" | "s2c", "msg": <the JSON-RPC message>}``."""
-        path = self.root / "fetch-tap.jsonl"
+    def tap_records(self, path: Path) -> List[Dict[str, Any]]:
+        """One tap's lines in order, each ``{"dir": "c2s" | "s2c", "t": seconds, "msg": <the JSON-RPC message>}``."""
         out: List[Dict[str, Any]] = []
-        if not path.exists():
-            return out
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
             if rec.get("dir") in ("c2s", "s2c"):
                 try:
-                    out.append({"dir": rec["dir"], "msg": json.loads(rec["line"].encode("latin-1").decode("utf-8"))})
+                    out.append({"dir": rec["dir"], "t": rec["t"], "msg": json.loads(rec["line"].encode("latin-1").decode("utf-8"))})
                 except ValueError:
                     pass
         return out
 
     def fetch_calls(self) -> List[Dict[str, Any]]:
-        """The ``tools/call`` requests mcp-server-fetch received, in order."""
-        return [r["msg"] for r in self.tap_records() if r["dir"] == "c2s" and r["msg"].get("method") == "tools/call"]
+        """The ``tools/call`` requests the mcp-server-fetch processes received."""
+        return [call for call, _ in self.fetch_exchanges(answered=False)]
 
-    def fetch_exchanges(self) -> List[tuple]:
-        """``(call, answer text)`` for each ``tools/call`` mcp-server-fetch answered, in
-        order (each answer is the first with the call's id after it: the gateway's
-        sessions reuse ids)."""
-        pending: Dict[str, Dict[str, Any]] = {}
+    def fetch_exchanges(self, answered: bool = True) -> List[tuple]:
+        """``(call, answer text)`` for each ``tools/call`` an mcp-server-fetch process
+        received (and answered), in the order they were received."""
         out = []
-        for r in self.tap_records():
-            m = r["msg"]
-            key = json.dumps(m.get("id"))
-            if r["dir"] == "c2s" and m.get("method") == "tools/call":
-                pending[key] = m
-            elif r["dir"] == "s2c" and key in pending and ("result" in m or "error" in m):
-                call = pending.pop(key)
-                text = "".join(b.get("text", "") for b in m.get("result", {}).get("content", []) if b.get("type") == "text")
-                out.append((call, text))
-        return out
+        for path in sorted(self.root.glob("fetch-tap-*.jsonl")):
+            pending: Dict[str, Any] = {}
+            for r in self.tap_records(path):
+                m = r["msg"]
+                key = json.dumps(m.get("id"))
+                if r["dir"] == "c2s" and m.get("method") == "tools/call":
+                    pending[key] = (r["t"], m)
+                    if not answered:
+                        out.append((r["t"], m, None))
+                elif answered and r["dir"] == "s2c" and key in pending and ("result" in m or "error" in m):
+                    t, call = pending.pop(key)
+                    text = "".join(b.get("text", "") for b in m.get("result", {}).get("content", []) if b.get("type") == "text")
+                    out.append((t, call, text))
+        return [(call, text) for _, call, text in sorted(out, key=lambda x: x[0])]
 
     def last_exchange(self) -> tuple:
         found = self.fetch_exchanges()
@@ -335,11 +337,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         s.site.__enter__()
         s.start_redis()
         (root / "plugins.yaml").write_text(PLUGINS_YAML.format(redis=s.redis_url), encoding="utf-8")
-        log = s.spawn("fetch", [PY, "-m", "mcpgateway.translate", "--stdio",
-                                f"{FETCH_PYTHON} {TAP} {root}/fetch-tap.jsonl -- {Path(FETCH_PYTHON).parent}/mcp-server-fetch --ignore-robots-txt --allow-private-ips",
-                                "--expose-sse", "--port", str(s.fetch_port)],
-                      env={**s.gateway_env(Gateway("x", 0)), "PORT": str(s.fetch_port)})
-        wait_port(s.fetch_port, s.procs["fetch"], "mcpgateway.translate (mcp-server-fetch)", 120, log)
+        log = s.spawn("fetch", [PY, str(HERE / "fetch_pool.py"), "--port", str(s.fetch_port), "--size", "4", "--taps", str(root),
+                                "--python", FETCH_PYTHON, "--", str(Path(FETCH_PYTHON).parent / "mcp-server-fetch"),
+                                "--ignore-robots-txt", "--allow-private-ips"])
+        wait_port(s.fetch_port, s.procs["fetch"], "fetch_pool.py (mcp-server-fetch)", 120, log)
         log = s.spawn("omitted", [PY, "-m", "toolprune.omitted_server", "--redis", s.redis_url, "--port", str(s.omitted_port)],
                       env={**os.environ, "TOOLPRUNE_CACHE_DIR": str(root / "component-cache")})
         wait_port(s.omitted_port, s.procs["omitted"], "toolprune.omitted_server", 120, log)
@@ -360,7 +361,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             s.api("POST", f"/teams/{made['id']}/members", {"email": f"{user}@example.com", "role": "member"})
             s.api("POST", f"/rbac/users/{user}@example.com/roles", {"role_id": role["id"], "scope": "global"})
             s.tokens[user] = s.jwt(f"{user}@example.com", teams=[made["id"]])
-        s.api("POST", "/gateways", {"name": "docs", "url": f"http://127.0.0.1:{s.fetch_port}/sse", "transport": "SSE", "visibility": "public"})
+        s.api("POST", "/gateways", {"name": "docs", "url": f"http://127.0.0.1:{s.fetch_port}/mcp", "transport": "STREAMABLEHTTP", "visibility": "public"})
         s.api("POST", "/gateways", {"name": "toolprune", "url": f"http://127.0.0.1:{s.omitted_port}/mcp", "transport": "STREAMABLEHTTP", "visibility": "public"})
         added = subprocess.run([PY, "-m", "toolprune.gateway", "add-basis", "--gateway", s.gateways[0].url, "--prunable", "fetch", "*-fetch"],
                                capture_output=True, text=True, timeout=120,
