@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import time
 import urllib.request
@@ -119,7 +120,7 @@ async def test_without_a_basis_and_on_an_error_the_result_is_the_servers(stack: 
 async def test_a_soak_of_1000_calls_16_in_flight_loses_nothing_and_memory_stays_bounded(stack: Stack, manifest: Dict[str, Any], record_property: Any) -> None:
     request = manifest[DOC]["request_en"]
     url = page_url(stack)
-    total, in_flight = 1000, 16
+    total, in_flight = int(os.environ.get("TOOLPRUNE_SOAK_CALLS", "1000")), 16
     before_calls = len(stack.fetch_calls())
     results: List[Any] = [None] * total
     latencies: List[float] = [0.0] * total
@@ -158,7 +159,7 @@ async def test_a_soak_of_1000_calls_16_in_flight_loses_nothing_and_memory_stays_
 
     r = redis.Redis.from_url(stack.redis_url)
     keys = [k for k in r.scan_iter("toolprune:*:r:*", count=1000)]
-    assert 0 < len(keys) <= 200, len(keys)
+    assert 0 < len(keys) <= 100, f"max_records: 100 (plugins.yaml), {len(keys)} records"
     for name, samples in rss.items():
         # After the first quarter the gateway's memory no longer grows with the calls.
         assert samples[-1] <= samples[1] * 1.25 + 64 * 1024, (name, samples)

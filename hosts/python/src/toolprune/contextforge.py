@@ -15,8 +15,8 @@ Enable it in the gateway's plugin configuration (``PLUGINS_ENABLED=true``,
           redis_url: "redis://127.0.0.1:6379/0"
 
 - ``tool_pre_invoke``: removes the basis argument (``user_request``) from a
-  prunable tool's arguments and keeps it in the plugin's context for the
-  call; gives the ``omitted`` tool the caller's scope.
+  prunable tool's arguments and keeps it for the call (in the process, by
+  the call's request id); gives the ``omitted`` tool the caller's scope.
 - ``tool_post_invoke``: prunes the text items of a prunable tool's result
   (:meth:`toolprune.gateway.GatewayPruner.prune`); any error leaves the
   result as the server returned it.
@@ -28,8 +28,12 @@ email the gateway puts there).
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Any, List, Optional
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Dict, List, Optional, Tuple
 
 from cpex.framework import (
     Plugin,
@@ -49,7 +53,31 @@ try:
 except ImportError:  # pragma: no cover - older cpex
     TOOL_METADATA = "tool"
 
-BASIS_KEY = "toolprune_basis"
+# ContextForge may replace its plugin manager between a call's two hooks (the
+# plugin is then made again and the per-plugin context is a new one), so the
+# basis waits for the post hook in the process, by the call's request id
+# (unique per call), bounded; and plugins made from one configuration share one
+# GatewayPruner (the component, the conversations).
+_LOCK = threading.Lock()
+_BASES: "OrderedDict[str, Tuple[float, str]]" = OrderedDict()
+_BASES_MAX = 4096
+_BASES_TTL_S = 600.0
+_GATEWAYS: Dict[str, GatewayPruner] = {}
+
+
+def _remember(request_id: str, basis: str) -> None:
+    now = time.monotonic()
+    with _LOCK:
+        _BASES[request_id] = (now, basis)
+        _BASES.move_to_end(request_id)
+        while _BASES and (len(_BASES) > _BASES_MAX or next(iter(_BASES.values()))[0] < now - _BASES_TTL_S):
+            _BASES.popitem(last=False)
+
+
+def _recall(request_id: str) -> Optional[str]:
+    with _LOCK:
+        found = _BASES.pop(request_id, None)
+    return None if found is None else found[1]
 log = logging.getLogger("toolprune")
 
 
@@ -61,19 +89,26 @@ class ToolprunePlugin(Plugin):
 
     def __init__(self, config: PluginConfig) -> None:
         super().__init__(config)
-        settings = GatewaySettings.from_mapping(config.config)
-        secret: Optional[bytes] = None
-        if not settings.scope_secret:
-            secret = _gateway_secret()
-        self.gateway = GatewayPruner(Pruner.load(), settings, secret=secret)
+        key = json.dumps(config.config or {}, sort_keys=True, default=str)
+        with _LOCK:
+            gateway = _GATEWAYS.get(key)
+        if gateway is None:
+            settings = GatewaySettings.from_mapping(config.config)
+            secret: Optional[bytes] = None
+            if not settings.scope_secret:
+                secret = _gateway_secret()
+            gateway = GatewayPruner(Pruner.load(), settings, secret=secret)
+            with _LOCK:
+                gateway = _GATEWAYS.setdefault(key, gateway)
+        self.gateway = gateway
 
     async def tool_pre_invoke(self, payload: ToolPreInvokePayload, context: PluginContext) -> ToolPreInvokeResult:
-        """Strips the basis argument (kept in ``context.state``) / sets the ``omitted`` scope."""
+        """Strips the basis argument (kept for the post hook) / sets the ``omitted`` scope."""
         try:
             names = _names(payload.name, context)
             args, basis = self.gateway.strip(names, payload.args, _identity(context))
             if basis is not None:
-                context.state[BASIS_KEY] = basis
+                _remember(context.global_context.request_id, basis)
             if args is None:
                 return ToolPreInvokeResult(continue_processing=True)
             return ToolPreInvokeResult(continue_processing=True, modified_payload=payload.model_copy(update={"args": args}))
@@ -85,7 +120,7 @@ class ToolprunePlugin(Plugin):
         """Prunes the result's text (or leaves it exactly as it came)."""
         try:
             names = _names(payload.name, context)
-            basis = context.state.get(BASIS_KEY)
+            basis = _recall(context.global_context.request_id)
             pruned = await self.gateway.prune(names, payload.result, basis if isinstance(basis, str) else None, _identity(context))
         except Exception as err:  # pragma: no cover - prune fails open itself
             log.warning("tool prune: agent=contextforge outcome=failed reason=post_invoke error=%s", type(err).__name__)
