@@ -186,7 +186,28 @@ async def test_added_latency_per_call(stack: Stack, manifest: Dict[str, Any]) ->
                 await s.call_tool(FETCH, args)
                 times[kind].append(time.monotonic() - t0)
     med = {k: round(statistics.median(v) * 1000, 1) for k, v in times.items()}
-    print("latency:", json.dumps({"median_ms": med, "added_ms": round(med["pruned"] - med["no_basis"], 1)}))
+    # The plugin's own work on one result (what it adds to a call), in this process:
+    # the guest's split and offline scoring, the Redis INCR and the record's script.
+    import redis
+
+    from toolprune import Pruner
+    from toolprune.gateway import GatewayPruner, GatewaySettings, Identity
+    from toolprune.redis_store import RedisStore
+
+    raw = server_text(stack)
+    client_ = redis.Redis.from_url(stack.redis_url)
+    g = GatewayPruner(Pruner.load(), GatewaySettings.from_mapping({"prunable": ["*-fetch"], "threshold": 0.5}),
+                      store_for=lambda scope: RedisStore(client_, scope), environ={}, secret=b"latency")
+    result = {"content": [{"type": "text", "text": raw}], "isError": False}
+    plugin: List[float] = []
+    for _ in range(30):
+        t0 = time.monotonic()
+        assert await g.prune([FETCH], result, request, Identity("latency@example.com")) is not None
+        plugin.append(time.monotonic() - t0)
+    summary = {"median_ms": med, "e2e_difference_ms": round(med["pruned"] - med["no_basis"], 1),
+               "plugin_ms_median": round(statistics.median(plugin) * 1000, 1), "plugin_ms_max": round(max(plugin) * 1000, 1),
+               "raw_chars": len(raw)}
+    print("latency:", json.dumps(summary))
 
 
 async def test_with_redis_stopped_pages_pass_unchanged_and_the_gateway_keeps_serving(stack: Stack, manifest: Dict[str, Any]) -> None:
