@@ -379,6 +379,27 @@ _MARKER = re.compile(
 )
 
 
+def page_path(doc: str) -> str:
+    """The loopback site's path of a corpus document (``docsite.corpus_pages``): ``/docs/<stem>.html``."""
+    return f"/docs/{doc.rsplit('.', 1)[0]}.html"
+
+
+def verbatim_pieces(body: str, page: str) -> list[str]:
+    """The kept paragraphs of a pruned ``body`` (after its header, markers skipped), each
+    asserted to occur in ``page`` byte for byte and in order."""
+    header, _, rest = body.partition("\n\n")
+    assert header.startswith("[Omitted by relevance:"), header[:300]
+    pieces, at = [], 0
+    for piece in rest.split("\n\n"):
+        if not piece or piece.startswith("[… paragraph"):
+            continue
+        found = page.find(piece, at)
+        assert found >= 0, f"not verbatim from the page: {piece[:200]!r}"
+        at = found + len(piece)
+        pieces.append(piece)
+    return pieces
+
+
 def find_omission(text: str) -> Omission | None:
     """The header's id and the first marker's range in a pruned text (SPEC §9), or None.
 

@@ -47,9 +47,11 @@ from harness import (
     docs_server,
     find_omission,
     hooks_settings,
+    page_path,
     tool_names_by_id,
     tool_result_text,
     tool_results_by_id,
+    verbatim_pieces,
 )
 from provision import Toolchain
 from scripted_anthropic import MessagesRequest, Reply, ScriptedAnthropic, text, tool_use
@@ -62,10 +64,6 @@ PROMPT_1 = "Why can't I index a Rust String with s[0], and what is the right way
 PROMPT_2 = "What did the Cargo team discuss about moving Cargo's files to XDG base directory paths? Also, what is the status of a `cargo doc --serve` command?"
 #: What the model reads for an id the store does not hold (the guest's not_found, SPEC §10).
 NOT_FOUND = "There is no text with id="
-
-
-def page_path(doc: str) -> str:
-    return f"/docs/{doc.rsplit('.', 1)[0]}.html"
 
 
 class PruneAgent:
@@ -137,21 +135,6 @@ def probe_post_tool_use(scratch: Scratch) -> ProbeHook:
     probe = ProbeHook(scratch.root / "probe")
     Scratch.write_json(scratch.project_settings, hooks_settings(probe.command, events=("PostToolUse",), matcher=FETCH))
     return probe
-
-
-def verbatim_pieces(body: str, page: str) -> list[str]:
-    """The kept pieces of a pruned body, each checked to be the page's, in order."""
-    header, _, rest = body.partition("\n\n")
-    assert header.startswith("[Omitted by relevance:"), header
-    pieces, at = [], 0
-    for piece in rest.split("\n\n"):
-        if not piece or piece.startswith("[… paragraph"):
-            continue
-        found = page.find(piece, at)
-        assert found >= 0, f"not verbatim from the page: {piece[:200]!r}"
-        at = found + len(piece)
-        pieces.append(piece)
-    return pieces
 
 
 @dataclass

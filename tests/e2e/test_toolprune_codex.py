@@ -36,7 +36,7 @@ import pytest
 import codex_harness as cx
 from docsite import Site, corpus_pages
 from gemini_harness import ensure_fetch_venv
-from harness import Omission, find_omission
+from harness import Omission, find_omission, page_path, verbatim_pieces
 from provision import Toolchain
 from scripted_responses import ScriptedResponses, function_call, message
 
@@ -47,10 +47,6 @@ PROMPT_1 = "Why can't I index a Rust String with s[0], and what is the right way
 PROMPT_2 = "What did the Cargo team discuss about moving Cargo's files to XDG base directory paths? Also, what is the status of a `cargo doc --serve` command?"
 NOT_FOUND = "There is no text with id="
 PROBE = Path(__file__).resolve().parent / "probe_hook.py"
-
-
-def page_path(doc: str) -> str:
-    return f"/docs/{doc.rsplit('.', 1)[0]}.html"
 
 
 def output_text(output: Any) -> str:
@@ -164,20 +160,6 @@ def originals(log: Path) -> list[str]:
     events = [json.loads(line)["stdin"] for line in log.read_text().splitlines() if line.strip()]
     return ["\n\n".join(b["text"] for b in e["tool_response"]["content"]) for e in events
             if e.get("hook_event_name") == "PostToolUse" and e.get("tool_name") == FETCH]
-
-
-def verbatim_pieces(body: str, page: str) -> list[str]:
-    header, _, rest = body.partition("\n\n")
-    assert header.startswith("[Omitted by relevance:"), header[:300]
-    pieces, at = [], 0
-    for piece in rest.split("\n\n"):
-        if not piece or piece.startswith("[… paragraph"):
-            continue
-        found = page.find(piece, at)
-        assert found >= 0, f"not verbatim from the page: {piece[:200]!r}"
-        at = found + len(piece)
-        pieces.append(piece)
-    return pieces
 
 
 @dataclass

@@ -40,7 +40,7 @@ import pytest
 
 import gemini_harness as h
 from docsite import Site, corpus_pages
-from harness import Omission, find_omission
+from harness import Omission, find_omission, page_path, verbatim_pieces
 from provision import Toolchain
 from scripted_gemini import ScriptedGemini, function_call_chunk, function_responses, last_user_text, text_chunk
 
@@ -57,10 +57,6 @@ OPEN, CLOSE = "<untrusted_context>\n", "\n</untrusted_context>"
 def unwrap(output: str) -> str:
     assert output.startswith(OPEN) and output.endswith(CLOSE), output[:200]
     return output[len(OPEN):-len(CLOSE)]
-
-
-def page_path(doc: str) -> str:
-    return f"/docs/{doc.rsplit('.', 1)[0]}.html"
 
 
 class Agent:
@@ -136,20 +132,6 @@ def originals(log: Path) -> list[str]:
     events = [json.loads(line)["stdin"] for line in log.read_text().splitlines() if line.strip()]
     return [unwrap(e["tool_response"]["llmContent"][0]["text"]) for e in events
             if e.get("hook_event_name") == "AfterTool" and e.get("tool_name") == FETCH and not e.get("original_request_name")]
-
-
-def verbatim_pieces(body: str, page: str) -> list[str]:
-    header, _, rest = body.partition("\n\n")
-    assert header.startswith("[Omitted by relevance:"), header
-    pieces, at = [], 0
-    for piece in rest.split("\n\n"):
-        if not piece or piece.startswith("[… paragraph"):
-            continue
-        found = page.find(piece, at)
-        assert found >= 0, f"not verbatim from the page: {piece[:200]!r}"
-        at = found + len(piece)
-        pieces.append(piece)
-    return pieces
 
 
 @dataclass

@@ -140,6 +140,25 @@ function hostFailure(trap) {
   return { reason: 'guest_trap', limit: trap.limit ?? null, message: trap.message };
 }
 
+/** A result store that could not give the next id or keep or read a record (WIT `host-failure.store`). */
+function storeFailure(error) {
+  return { reason: 'store', limit: null, message: `the result store failed: ${error?.message ?? error}` };
+}
+
+/** An answer's failure: the store's (set by `#onPruned`) or the guest's trap. */
+function answerFailure(answer) {
+  return answer.storeFailure ?? hostFailure(answer.trap);
+}
+
+/** Checks a `resultStore` option: an object with `count`, `push` and `find` functions. */
+export function checkResultStore(store) {
+  if (store === undefined || store === null) return null;
+  if (typeof store !== 'object' || !['count', 'push', 'find'].every((k) => typeof store[k] === 'function')) {
+    throw new TypeError('toolprune: resultStore must be an object { count(), push(record), find(id) }');
+  }
+  return store;
+}
+
 /**
  * Runs a flow (a generator yielding guest calls and scoring requests) with
  * blocking calls. Effects: `{call, args, onAnswer}` → the answer;
@@ -180,12 +199,17 @@ export class Conversation {
   /** Stored results, oldest first, and the characters they weigh together. */
   #store = [];
   #storeChars = 0n;
+  /** The `resultStore` option (counter and records kept there), or null: the in-memory store above. */
+  #results;
+  /** The counter as last read from `#results` (the fallback when a read fails; `push` then refuses the record). */
+  #lastCount = 0;
 
   /** @private use `pruner.conversation(options)` */
-  constructor(engine, options, scorer) {
+  constructor(engine, options, scorer, results = null) {
     this.#engine = engine;
     this.#options = options;
     this.#scorer = scorer;
+    this.#results = results;
   }
 
   /** The options in effect (threshold as the guest checked it, store limits). */
@@ -200,12 +224,23 @@ export class Conversation {
 
   /** Results stored so far (the last id is `P{count}`). */
   get count() {
-    return this.#count;
+    return this.#results ? this.#results.count() : this.#count;
   }
 
-  /** The ids the store holds, oldest first. */
+  /** The ids the store holds, oldest first (the in-memory store's; empty with a `resultStore`). */
   get storedIds() {
     return this.#store.map((r) => r.id);
+  }
+
+  /** The number the next stored result gets (`P{n}`), read when the guest call is posted. */
+  #nextNumber() {
+    if (!this.#results) return this.#count + 1;
+    try {
+      this.#lastCount = this.#results.count();
+    } catch {
+      // `push` refuses a record whose number is not the counter + 1: the result fails open.
+    }
+    return this.#lastCount + 1;
   }
 
   /**
@@ -236,16 +271,23 @@ export class Conversation {
     let answer;
     const id = engine.callSync('requestedId', { args: text });
     if (id.ok) {
-      const found = id.value === undefined ? undefined : this.#store.find((r) => r.id === id.value);
-      const answered = engine.callSync('answer', { args: text, lang, agent, found });
-      if (answered.ok) answer = { outcome: wit.snake(answered.value.outcome), text: answered.value.text, logLine: answered.value.logLine, failure: null };
-      else failure = hostFailure(answered.trap);
+      let found;
+      try {
+        found = id.value === undefined ? undefined : this.#find(id.value);
+      } catch (error) {
+        failure = storeFailure(error);
+      }
+      if (!failure) {
+        const answered = engine.callSync('answer', { args: text, lang, agent, found });
+        if (answered.ok) answer = { outcome: wit.snake(answered.value.outcome), text: answered.value.text, logLine: answered.value.logLine, failure: null };
+        else failure = hostFailure(answered.trap);
+      }
     } else {
       failure = hostFailure(id.trap);
     }
     if (!answer) {
       const unavailable = engine.callSync('unavailable', { lang });
-      const line = engine.callSync('failureLine', { operation: 'omitted', agent, tool: '', failure: 'guest-trap', limit: wit.kebab(failure.limit) });
+      const line = engine.callSync('failureLine', { operation: 'omitted', agent, tool: '', failure: wit.kebab(failure.reason), limit: wit.kebab(failure.limit) });
       answer = {
         outcome: 'failed',
         text: unavailable.ok ? unavailable.value : UNAVAILABLE,
@@ -270,10 +312,20 @@ export class Conversation {
     return JSON.parse(answer.value);
   }
 
-  /** Stores a result the guest stored as `P{count + 1}`; evicts the oldest past the bounds. */
+  /** The held record with this id (`P3`), or undefined. Throws when a `resultStore` cannot be read. */
+  #find(id) {
+    if (this.#results) return this.#results.find(id) ?? undefined;
+    return this.#store.find((r) => r.id === id);
+  }
+
+  /** Stores a result the guest stored as `P{count + 1}`; evicts the oldest past the bounds. Throws when a `resultStore` refuses it. */
   #keep(pruned) {
     const record = pruned.record;
     if (!record) return;
+    if (this.#results) {
+      this.#results.push(record);
+      return;
+    }
     this.#count += 1;
     this.#store.push(record);
     this.#storeChars += BigInt(record.chars);
@@ -303,7 +355,14 @@ export class Conversation {
 
   /** Writes the line of a guest answer; a `finish` answer with a record is stored at once (in order). */
   #onPruned = (answer) => {
-    if (answer.ok && answer.value.pruned) this.#keep(answer.value.pruned);
+    if (answer.ok && answer.value.pruned) {
+      try {
+        this.#keep(answer.value.pruned);
+      } catch (error) {
+        // The id must not be handed out: the result fails open (`reason=store`).
+        return { ok: false, storeFailure: storeFailure(error) };
+      }
+    }
     return answer;
   };
 
@@ -322,14 +381,22 @@ export class Conversation {
       // The guest decides on a well-formed copy whether the result is
       // skipped (a gate): then its answer stands, with the input itself as
       // body. Otherwise the input is not pruned: the host failure.
-      const probe = yield { call: 'prune', args: () => ({ input: wellFormedInput(input), idNumber: this.#count + 1, probe: true }) };
+      const probe = yield { call: 'prune', args: () => ({ input: wellFormedInput(input), idNumber: this.#nextNumber(), probe: true }) };
       if (probe.ok && probe.value.pruned?.outcome === 'skipped') return fromGuest(r.text, probe.value.pruned);
       return yield* this.#failOpen(r, invalid);
     }
 
+    if (this.#results) {
+      // The store must give the next id before anything is pruned (else: no id, the text unchanged).
+      try {
+        this.#lastCount = this.#results.count();
+      } catch (error) {
+        return yield* this.#failOpen(r, storeFailure(error));
+      }
+    }
     const inline = scorer.kind === 'stub' && !signals.some((s) => s?.aborted);
-    const started = yield { call: 'prune', args: () => ({ input, idNumber: this.#count + 1, stub: inline }), onAnswer: this.#onPruned };
-    if (!started.ok) return yield* this.#failOpen(r, hostFailure(started.trap));
+    const started = yield { call: 'prune', args: () => ({ input, idNumber: this.#nextNumber(), stub: inline }), onAnswer: this.#onPruned };
+    if (!started.ok) return yield* this.#failOpen(r, answerFailure(started));
     let pruned = started.value.pruned;
     if (!pruned) {
       const { job, request: scoringRequest } = started.value;
@@ -343,13 +410,13 @@ export class Conversation {
       }
       // (The offline scorer never gets a request; were there one, `none`: the guest scores.)
       if (response && !response.answers) return yield* this.#failOpen(r, hostFailure(response.trap));
-      let finished = yield { call: 'finish', args: () => ({ job, response, idNumber: this.#count + 1 }), onAnswer: this.#onPruned };
+      let finished = yield { call: 'finish', args: () => ({ job, response, idNumber: this.#nextNumber() }), onAnswer: this.#onPruned };
       if (finished.ok && finished.value.missing) {
         // The job's instance was dropped meanwhile (another call trapped):
         // the same input makes the same job, in the new instance.
-        finished = yield { call: 'finishFresh', args: () => ({ input, response, idNumber: this.#count + 1 }), onAnswer: this.#onPruned };
+        finished = yield { call: 'finishFresh', args: () => ({ input, response, idNumber: this.#nextNumber() }), onAnswer: this.#onPruned };
       }
-      if (!finished.ok) return yield* this.#failOpen(r, hostFailure(finished.trap));
+      if (!finished.ok) return yield* this.#failOpen(r, answerFailure(finished));
       pruned = finished.value.pruned;
     }
     const out = fromGuest(r.text, pruned);

@@ -199,6 +199,23 @@ export interface Config {
   proxyBasis: string;
 }
 
+/** A stored result as the guest makes it (`stored-result`): `data` is the guest's own encoding, kept as it is. */
+export interface StoredRecord {
+  id: string;
+  chars: bigint;
+  data: string;
+}
+
+/** Where a conversation keeps its counter and pruned results (as the Rust host's `ResultStore`); every method synchronous. */
+export interface ResultStore {
+  /** Results stored so far: the next record is `P{count() + 1}`. */
+  count(): number;
+  /** Keeps `record` (numbered `count() + 1`, else it must throw) and applies the store's own bounds. */
+  push(record: StoredRecord): void;
+  /** The held record with this id (`P3`), or undefined (never stored, evicted). */
+  find(id: string): StoredRecord | undefined;
+}
+
 export interface ConversationOptions {
   /** Pruning on. Default **false** (SPEC §2). */
   enabled?: boolean;
@@ -216,6 +233,8 @@ export interface ConversationOptions {
   log?: (line: string) => void;
   /** Store bounds; default the guest's. */
   store?: { maxRecords?: number; maxChars?: number };
+  /** Keep the counter and the pruned results there instead of process memory (an on-disk session: `toolprune/store`). A store that throws fails the result open (`reason=store`). */
+  resultStore?: ResultStore;
   /** **Tests only**: the deadline used is `min(policy.deadlineMs, deadlineCapMs)`. */
   deadlineCapMs?: number;
 }

@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 
-import { Conversation, checkDialect, checkLang, defaultLog, wellFormed } from './conversation.js';
+import { Conversation, checkDialect, checkLang, checkResultStore, defaultLog, wellFormed } from './conversation.js';
 import { Engine, loadComponent } from './engine.js';
 import { ConfigError, JevScorer } from './jev.js';
 import { route } from './judge.js';
@@ -130,6 +130,15 @@ export class Pruner {
    *   model named in Jev bodies; default the scorer's);
    * - `log`: `(line) => void` for the log lines (default stderr);
    * - `store`: `{ maxRecords, maxChars }` (default the guest's);
+   * - `resultStore`: where the counter and the pruned results are kept
+   *   instead of process memory, as the Rust host's `ResultStore` (an
+   *   on-disk session shared by processes: `toolprune/store`): an object
+   *   `{ count() → number, push(record), find(id) → record | undefined }`,
+   *   each synchronous. `push` gets the guest's stored result (`{id, chars:
+   *   bigint, data}`) numbered `count() + 1`, keeps it and applies its own
+   *   bounds; it must throw for a record of any other number. A store that
+   *   throws fails the result open (the text unchanged, no id, `reason=store`)
+   *   or makes `omitted` answer "unavailable";
    * - `deadlineCapMs`: **tests only**, the deadline used is
    *   `min(policy.deadline-ms, deadlineCapMs)`.
    */
@@ -144,8 +153,10 @@ export class Pruner {
       jevModel,
       log = defaultLog,
       store = {},
+      resultStore,
       deadlineCapMs,
     } = options ?? {};
+    const results = checkResultStore(resultStore);
     checkLang(lang);
     if (typeof agent !== 'string') throw new TypeError('toolprune: agent must be a string');
     if (typeof log !== 'function') throw new TypeError('toolprune: log must be a function');
@@ -175,6 +186,7 @@ export class Pruner {
         deadlineCapMs,
       }),
       chosen,
+      results,
     );
   }
 

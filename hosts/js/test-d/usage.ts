@@ -9,6 +9,8 @@ import {
   type FailureClass,
   type Gate,
   type OmittedOutcome,
+  type ResultStore,
+  type StoredRecord,
   type Outcome,
   type PruneResult,
   type Scorer,
@@ -32,6 +34,9 @@ export async function embed(userMessage: string, pageText: string): Promise<stri
   const back = conversation.omitted({ id: 'P1', from: 8, to: 14 });
   const tool = conversation.omittedTool('anthropic', 'ja');
   const other = pruner.conversation({ enabled: true, scorer: custom, store: { maxRecords: 16 } });
+  const held: StoredRecord[] = [];
+  const records: ResultStore = { count: () => held.length, push: (r) => void held.push(r), find: (id) => held.find((r) => r.id === id) };
+  pruner.conversation({ enabled: true, resultStore: records });
   await other.turn(userMessage).onToolResult({ prunable: true, text: pageText, report: true });
   const sync = other.turn(userMessage).onToolResultSync({ prunable: true, text: pageText, scorer: 'stub' });
   const units = pruner.inspect(pageText).units.length;
