@@ -96,8 +96,10 @@ def test_prune_job_is_a_resource_handle_and_a_lifted_record_lowers_again(pruner:
     conversation.turn("How do I configure the retry limit for the upload client?").on_tool_result(tool="f", text=note_text(), prunable=True)
     instance = conversation._instance  # noqa: SLF001
     assert instance is not None
-    record = conversation._store["P1"]  # noqa: SLF001 - the lifted stored-result, kept as wasmtime-py made it
-    assert isinstance(record, Record) and getattr(record, "id") == "P1" and isinstance(getattr(record, "data"), str)
+    stored = conversation._backend.get("P1")  # noqa: SLF001 - the stored-result, lifted into the store
+    assert stored is not None and stored.id == "P1" and isinstance(stored.data, str)
+    record = _convert.record(id=stored.id, chars=stored.chars, data=stored.data)  # as the host lowers it for `answer`
+    assert isinstance(record, Record)
     limits = pruner.settings.call_limits_for(10_000)
     answer = instance.call(limits, "answer", '{"id":"P1","from":1,"to":1}', "en", "a", record)
     assert getattr(answer, "outcome") == "ok" and getattr(answer, "text").startswith("Note 2.")

@@ -59,7 +59,7 @@ EXPORTS: Dict[str, Tuple[str, ...]] = {
         "stub-scores",
         "inspect",
     ),
-    "omitted": ("requested-id", "answer", "unavailable", "tool"),
+    "omitted": ("requested-id", "answer", "unavailable", "tool", "request-argument"),
     "judge": ("route", "[static]judge-job.load", "[method]judge-job.scoring-request", "[method]judge-job.finish"),
 }
 """The functions this host calls, by interface."""

@@ -18,7 +18,6 @@ import os
 import sys
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
@@ -41,6 +40,7 @@ from .scorers import (
     scorer_name,
 )
 from .settings import Settings, clean, surrogates, utf8_len
+from .store import MemoryStore, Store
 from .types import (
     Config,
     GuestError,
@@ -182,6 +182,7 @@ class Pruner:
         limits: Optional[Limits] = None,
         report: bool = False,
         deadline_cap_ms: Optional[int] = None,
+        backend: Optional[Store] = None,
     ) -> "Conversation":
         """A new conversation: one per agent conversation (ids ``P1``, ``P2``, …
         are unique within it, SPEC §10).
@@ -199,6 +200,12 @@ class Pruner:
         (lifting ~300 paragraph records costs ~10 ms, so it is off by
         default). ``deadline_cap_ms``: **test-only**, the deadline used is
         ``min(policy.deadline_ms, deadline_cap_ms)`` (never raised).
+        ``backend``: where pruned results are kept for ``omitted``, a
+        :class:`toolprune.store.Store` (default a
+        :class:`~toolprune.store.MemoryStore` bounded by ``store``; e.g.
+        :class:`toolprune.redis_store.RedisStore`, shared by a gateway's
+        instances). A store that fails makes the result pass raw (outcome
+        ``failed``, reason ``store``) and ``omitted`` answer "try again".
 
         Raises :class:`TypeError` / :class:`ValueError` on bad arguments.
         """
@@ -238,6 +245,7 @@ class Pruner:
             limits=limits or self.limits,
             report=bool(report),
             deadline_cap_ms=cap,
+            backend=backend,
         )
 
     # --- stateless calls ----------------------------------------------------------------------
@@ -310,6 +318,15 @@ class Pruner:
         """The name of the ``omitted`` tool, as the guest defines it."""
         return str(self.omitted_tool("plain")["name"])
 
+    def request_argument(self, lang: Optional[str] = None) -> Dict[str, Any]:
+        """The optional argument a door that never sees the user's message
+        (an MCP proxy, a gateway) adds to each prunable tool's schema for the
+        argument basis (SPEC §15): ``{"name": "user_request", "schema":
+        {"type": "string", "description": …}}``, parsed from the guest's
+        JSON, in ``lang`` (default the guest's). The door removes the
+        argument before the call reaches the server."""
+        return json.loads(self._stateless(0, "request-argument", self._lang(lang)))  # type: ignore[no-any-return]
+
     # --- the judge ------------------------------------------------------------------------
 
     def route(
@@ -365,6 +382,10 @@ class _Job:
     """The raw ``scoring-request`` record, or None (no call due)."""
 
 
+class _StoreFailed(Exception):
+    """The store could not read a record (``omitted`` answers "try again")."""
+
+
 class Conversation:
     """One agent conversation: settings, the store of pruned results (bounded,
     oldest evicted first), the id counter, and an instance of the component
@@ -392,6 +413,7 @@ class Conversation:
         limits: Limits,
         report: bool,
         deadline_cap_ms: Optional[int],
+        backend: Optional[Store] = None,
     ) -> None:
         self.pruner = pruner
         self._compiled = pruner._compiled
@@ -412,8 +434,7 @@ class Conversation:
         self._instance: Optional[Instance] = None
         self._generation = 0
         self._count = 0
-        self._store: "OrderedDict[str, Any]" = OrderedDict()
-        self._store_chars = 0
+        self._backend: Store = MemoryStore(store) if backend is None else backend
 
     # --- turns and state ----------------------------------------------------------------
 
@@ -428,16 +449,18 @@ class Conversation:
 
     @property
     def count(self) -> int:
-        """Results stored so far (never decremented; the last id is ``P{count}``)."""
+        """The number of the last result this conversation stored (never
+        decremented; its id is ``P{count}``; with a shared store numbers may
+        skip those given to other conversations)."""
         with self._lock:
             return self._count
 
     @property
     def stored(self) -> List[StoredResult]:
-        """The results the store holds now, oldest first."""
-        with self._lock:
-            records = list(self._store.values())
-        return [_convert.lift_stored(r) for r in records]
+        """The results the store holds now, oldest first (a store without
+        ``records()``, such as a shared one, lists none)."""
+        records = getattr(self._backend, "records", None)
+        return list(records()) if callable(records) else []
 
     # --- mechanism -----------------------------------------------------------------------
 
@@ -617,7 +640,15 @@ class Conversation:
         plan), so a trap in one result never fails another."""
         response = None if scored is None else _convert.lower_response(scored.answers, scored.elapsed_ms)
         with self._lock:
-            number = self._count + 1
+            # The guest writes the id into the markers, so the number comes
+            # first (a result that is not stored leaves a gap in a shared store).
+            try:
+                number = int(self._backend.next_number())
+                if not 1 <= number <= 0xFFFF_FFFF:
+                    raise ValueError("the store's id number is out of range")
+            except Exception as err:  # any store failure: fail open
+                self._discard_locked(job)
+                return HostFailure("store", None, f"next_number: {type(err).__name__}")
 
             def replay(i: Instance, l: CallLimits) -> Any:
                 return i.call(l, "[method]prune-job.finish", i.call(l, "[constructor]prune-job", job.input), response, number)
@@ -633,25 +664,15 @@ class Conversation:
                 return self._trapped(err, job.limits, replay)
             stored = get(pruned, "record")
             if stored is not None:
+                try:
+                    self._backend.put(_convert.lift_stored(stored))
+                except Exception as err:  # any store failure: fail open
+                    return HostFailure("store", None, f"put: {type(err).__name__}")
                 self._count = number
-                self._push(stored)
             line = get(pruned, "log-line")
             if line is not None:
                 self.log(line)
         return pruned
-
-    def _push(self, record: Any) -> None:
-        """Adds a stored result; evicts the oldest past the store's bounds. Caller holds the lock."""
-        key = get(record, "id")
-        old = self._store.pop(key, None)
-        if old is not None:  # pragma: no cover - ids are never reused
-            self._store_chars -= get(old, "chars")
-        self._store[key] = record
-        self._store_chars += get(record, "chars")
-        limits = self.store_limits
-        while self._store and (len(self._store) > limits.max_records or self._store_chars > limits.max_chars):
-            _, oldest = self._store.popitem(last=False)
-            self._store_chars -= get(oldest, "chars")
 
     def _finish(self, job: _Job, scored: Union[Scored, HostFailure, None]) -> PruneResult:
         if isinstance(scored, HostFailure):
@@ -665,11 +686,15 @@ class Conversation:
     def _discard(self, job: _Job) -> None:
         """Frees a job that will not be finished."""
         with self._lock:
-            if job.generation == self._generation and self._instance is not None:
-                try:
-                    self._instance.drop(job.limits, job.handle)
-                except Trapped:
-                    self._instance = None
+            self._discard_locked(job)
+
+    def _discard_locked(self, job: _Job) -> None:
+        """:meth:`_discard`; the caller holds the lock."""
+        if job.generation == self._generation and self._instance is not None:
+            try:
+                self._instance.drop(job.limits, job.handle)
+            except Trapped:
+                self._instance = None
 
     def _result(self, text: str, pruned: Any) -> PruneResult:
         body = get(pruned, "body")
@@ -711,6 +736,7 @@ class Conversation:
         args = arguments
         agent = clean(self.agent)
         failure: Optional[HostFailure] = None
+        store_failure: Optional[HostFailure] = None
         with self._lock:
             limits = self._call_limits(size)
             found: Any = None
@@ -722,12 +748,22 @@ class Conversation:
             try:
                 instance = self._live(limits)
                 wanted = instance.call(limits, "requested-id", args)
-                found = None if wanted is None else self._store.get(wanted)
+                if wanted is not None:
+                    try:
+                        held = self._backend.get(wanted)
+                    except Exception as err:  # any store failure: "try again"
+                        store_failure = HostFailure("store", None, f"get: {type(err).__name__}")
+                        held = None
+                    if store_failure is not None:
+                        raise _StoreFailed()
+                    found = None if held is None else _convert.record(id=held.id, chars=held.chars, data=held.data)
                 if found is not None:
                     limits = self._call_limits(size + 4 * get(found, "chars"))
                 answer = instance.call(limits, "answer", args, self.lang, agent, found)
             except Trapped as err:
                 failure = self._trapped(err, limits, replay)
+            except _StoreFailed:
+                failure = store_failure
         if failure is not None:
             return self._omitted_failure(failure)
         result = OmittedAnswer(outcome=snake(get(answer, "outcome")), text=get(answer, "text"), log_line=get(answer, "log-line"))

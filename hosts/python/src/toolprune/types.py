@@ -184,7 +184,9 @@ class HostFailure:
     ``invalid_text`` (the result text holds surrogate code points, e.g. from
     ``errors="surrogateescape"``: it cannot cross a WIT ``string``, the
     guest was not called) or ``invalid_input`` (the same for the request,
-    tool name, agent, scorer name or Jev model)."""
+    tool name, agent, scorer name or Jev model) or ``store`` (the
+    conversation's store could not give an id number, keep or read a
+    record: :mod:`toolprune.store`)."""
     limit: Optional[str]
     """``fuel`` when fuel ran out; else None (this host cannot tell a memory
     limit from another trap)."""
