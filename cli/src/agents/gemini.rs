@@ -33,9 +33,13 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{hook_command, hook_edits, Adapter, HookEntry};
+use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, Answer, Hook, Pass, SERVER_NAME};
-use crate::install::{matcher, Edit, FilePlan, Paths, Scope};
+use crate::install::{matcher, Check, Edit, FilePlan, Paths, Scope};
+
+/// `${extensionPath}`: Gemini CLI puts the extension's folder there in its
+/// hooks file and its manifest's MCP servers.
+const ROOT: &str = "${extensionPath}";
 
 const OPEN: &str = "<untrusted_context>\n";
 const CLOSE: &str = "\n</untrusted_context>";
@@ -73,10 +77,14 @@ impl Adapter for Gemini {
 
     /// Timeouts in milliseconds. `AfterTool` also answers the model's own
     /// `omitted` calls (a tail call adding the session).
-    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry> {
+    fn omitted_tool(&self, _via: Via) -> String {
+        omitted_tool()
+    }
+
+    fn hooks(&self, prunable: &[String], via: Via) -> Vec<HookEntry> {
         vec![
             HookEntry { event: "BeforeAgent", matcher: None, timeout: Some(10_000) },
-            HookEntry { event: "AfterTool", matcher: Some(matcher(prunable, &[omitted_tool()])), timeout: Some(30_000) },
+            HookEntry { event: "AfterTool", matcher: Some(matcher(prunable, &[self.omitted_tool(via)])), timeout: Some(30_000) },
             HookEntry { event: "SessionEnd", matcher: None, timeout: Some(10_000) },
         ]
     }
@@ -110,6 +118,76 @@ impl Adapter for Gemini {
         };
         (base.join(".gemini").join("settings.json"), "mcpServers")
     }
+
+    /// `gemini-extension.json` (the `omitted` server; an extension cannot
+    /// trust its server: Gemini CLI drops `trust` from it) and `hooks/hooks.json`.
+    fn plugin(&self, version: &str, prunable: &[String]) -> Option<Plugin> {
+        let mut server = self.mcp_server(&plugin_program(ROOT));
+        if let Some(entry) = server.as_object_mut() {
+            entry.remove("trust");
+        }
+        let manifest = json!({
+            "name": PLUGIN_NAME,
+            "version": version,
+            "description": PLUGIN_DESCRIPTION,
+            "mcpServers": {SERVER_NAME: server},
+        });
+        let hooks = self.hooks_file(&self.hooks(prunable, Via::Plugin), &plugin_command(self, ROOT));
+        Some(Plugin { dir: "gemini", files: vec![("gemini-extension.json", manifest), ("hooks/hooks.json", hooks)] })
+    }
+
+    /// `~/.gemini/extensions/toolprune/` with its manifest (`gemini
+    /// extensions install|link`; a link is followed) and not disabled for
+    /// the user in `extension-enablement.json`.
+    fn installed_plugin(&self, paths: &Paths) -> Option<PathBuf> {
+        let extensions = paths.home.join(".gemini/extensions");
+        let mut dir = extensions.join(PLUGIN_NAME);
+        if let Some(target) = std::fs::read_to_string(dir.join(".gemini-extension-install.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .filter(|m| m["type"] == "link")
+            .and_then(|m| m["source"].as_str().map(PathBuf::from))
+        {
+            dir = target;
+        }
+        if !dir.join("gemini-extension.json").is_file() {
+            return None;
+        }
+        let enablement = std::fs::read_to_string(extensions.join("extension-enablement.json")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        let disabled = enablement
+            .as_ref()
+            .and_then(|e| e[PLUGIN_NAME]["overrides"].as_array())
+            .is_some_and(|o| o.iter().filter_map(Value::as_str).any(|rule| rule.starts_with('!') && !rule.contains("/.")));
+        (!disabled).then_some(dir)
+    }
+
+    /// The extension's `omitted` runs only when the settings allow it.
+    fn plugin_checks(&self, paths: &Paths) -> Vec<Check> {
+        let files = [paths.home.join(".gemini/settings.json"), paths.project.join(".gemini/settings.json")];
+        if files.iter().any(|f| allows_omitted(f)) {
+            vec![Check { ok: true, what: format!("\"mcp\": {{\"allowed\": [\"{SERVER_NAME}\"]}} lets Gemini CLI run the extension's omitted tool") }]
+        } else {
+            vec![Check {
+                ok: false,
+                what: format!(
+                    "Gemini CLI runs no tool of an extension's MCP server unasked (headless: never), and ignores an extension's own allow rules: \
+                     add \"mcp\": {{\"allowed\": [\"{SERVER_NAME}\"]}} to {} (until then the extension passes every result unchanged)",
+                    files[0].display()
+                ),
+            }]
+        }
+    }
+}
+
+/// Whether the settings file `path` (JSON with comments) lets Gemini CLI run
+/// toolprune's server's tools without asking: `mcp.allowed` names it (or
+/// `*`), or `mcpServers.toolprune.trust` is true.
+fn allows_omitted(path: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
+    let Some(value) = root.value().and_then(|v| v.to_serde_value()) else { return false };
+    let allowed = value["mcp"]["allowed"].as_array().is_some_and(|a| a.iter().any(|n| n == SERVER_NAME || n == "*"));
+    allowed || value["mcpServers"][SERVER_NAME]["trust"] == Value::Bool(true)
 }
 
 /// The text the tool returned, from one `llmContent` part: the CLI wraps an
@@ -148,6 +226,15 @@ fn result_text(response: &Value) -> Result<String, Pass> {
 /// Whether `mcpServers.toolprune` is in `~/.gemini/settings.json` or the
 /// project's `.gemini/settings.json` (JSON with comments).
 fn server_registered(hook: &Hook<'_>) -> bool {
+    settings_files(hook).iter().any(|path| {
+        let Ok(text) = std::fs::read_to_string(path) else { return false };
+        let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
+        root.object_value().and_then(|o| o.object_value("mcpServers")).and_then(|m| m.get(SERVER_NAME)).is_some()
+    })
+}
+
+/// `~/.gemini/settings.json` and the project's `.gemini/settings.json` (the event's `cwd`).
+fn settings_files(hook: &Hook<'_>) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     if let Some(home) = (hook.cx.env)("HOME").filter(|h| !h.is_empty()) {
         files.push(std::path::Path::new(&home).join(".gemini").join("settings.json"));
@@ -155,11 +242,7 @@ fn server_registered(hook: &Hook<'_>) -> bool {
     if let Some(cwd) = hook.str("cwd") {
         files.push(std::path::Path::new(cwd).join(".gemini").join("settings.json"));
     }
-    files.iter().any(|path| {
-        let Ok(text) = std::fs::read_to_string(path) else { return false };
-        let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
-        root.object_value().and_then(|o| o.object_value("mcpServers")).and_then(|m| m.get(SERVER_NAME)).is_some()
-    })
+    files
 }
 
 fn tail_call(tool: &str, args: Map<String, Value>) -> Value {
@@ -183,8 +266,14 @@ fn after_tool(hook: &Hook<'_>) -> Answer {
         return Ok(Some(tail_call(tool, args)));
     }
     let text = result_text(&hook.event["tool_response"])?;
-    if !server_registered(hook) {
-        return Err(Pass::new("no_omitted_server"));
+    // A tail call to a tool Gemini CLI will not run would lose the result:
+    // the settings' server must be registered, the extension's allowed.
+    let usable = match hook.via {
+        Via::Settings => server_registered(hook),
+        Via::Plugin => settings_files(hook).iter().any(|f| allows_omitted(f)),
+    };
+    if !usable {
+        return Err(Pass::new(if hook.via == Via::Plugin { "omitted_not_allowed" } else { "no_omitted_server" }));
     }
     let pruned = hook.prune(tool, text, &|| None)?;
     pruned.session.put_body(&pruned.id, &pruned.body).map_err(|_| Pass::new("store"))?;

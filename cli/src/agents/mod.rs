@@ -29,12 +29,14 @@ pub mod claude_code;
 pub mod codex;
 pub mod cursor;
 pub mod gemini;
+pub mod plugin;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
+pub use crate::hook::Via;
 use crate::hook::{Answer, Context, Hook};
 use crate::install::{self, Check, Edit, FilePlan, Paths, Report, Scope, Staged};
 
@@ -118,9 +120,15 @@ pub trait Adapter: Sync {
 
     // -- settings ------------------------------------------------------------
 
-    /// The hook entries toolprune registers, for the configuration's
-    /// prunable-tool globs `prunable` (the post-tool matcher).
-    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry>;
+    /// The name the agent gives toolprune's `omitted` tool when its server
+    /// was registered `via` settings or a plugin (default: the same name).
+    fn omitted_tool(&self, _via: Via) -> String {
+        format!("mcp__{}__omitted", install::SERVER_NAME)
+    }
+
+    /// The hook entries toolprune registers `via` settings or a plugin, for
+    /// the prunable-tool globs `prunable` (the post-tool matcher).
+    fn hooks(&self, prunable: &[String], via: Via) -> Vec<HookEntry>;
 
     /// One entry as the agent's hooks file holds it (the element appended
     /// to `hooks.<event>`), running `command` (`toolprune hook AGENT`, or a
@@ -162,6 +170,89 @@ pub trait Adapter: Sync {
     fn checks(&self, _scope: Scope, _paths: &Paths, _prunable: &[String]) -> Vec<Check> {
         Vec::new()
     }
+
+    // -- the plugin ----------------------------------------------------------
+
+    /// The agent's plugin (extension) of toolprune `version` for the
+    /// prunable-tool globs `prunable`, as its manifest files (none: the agent
+    /// has no plugin format). Built from [`Adapter::hooks_file`] and
+    /// [`Adapter::mcp_server`] with [`plugin_command`] / [`plugin_program`],
+    /// so it holds the same entries `install` writes ([`plugin::build`]
+    /// writes it, with the binary, into a marketplace folder).
+    fn plugin(&self, _version: &str, _prunable: &[String]) -> Option<Plugin> {
+        None
+    }
+
+    /// The folder of the toolprune plugin the agent has installed and
+    /// enabled for the user (none: not installed, or unknown for this agent).
+    fn installed_plugin(&self, _paths: &Paths) -> Option<PathBuf> {
+        None
+    }
+
+    /// What the installed plugin needs beyond itself (Gemini CLI: its
+    /// `omitted` tool allowed in the settings).
+    fn plugin_checks(&self, _paths: &Paths) -> Vec<Check> {
+        Vec::new()
+    }
+}
+
+/// One agent's plugin: the folder it gets in the marketplace (`dir`) and
+/// its manifest files (path inside the folder → JSON). [`plugin::build`]
+/// adds `bin/toolprune`, the licences and a README.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plugin {
+    pub dir: &'static str,
+    pub files: Vec<(&'static str, Value)>,
+}
+
+/// The plugin's name in every agent (Claude Code: `toolprune@toolprune`).
+pub const PLUGIN_NAME: &str = "toolprune";
+
+/// One line on what the plugin does (every manifest's `description`).
+pub const PLUGIN_DESCRIPTION: &str =
+    "Drops the paragraphs of a tool result that do not help answer the request; the model reads them back with the omitted tool.";
+
+/// The plugin's program: `ROOT/bin/toolprune`, `root` being the agent's
+/// variable for the plugin's folder (`${CLAUDE_PLUGIN_ROOT}`, `${extensionPath}`, …).
+pub fn plugin_program(root: &str) -> String {
+    format!("{root}/bin/toolprune")
+}
+
+/// A plugin's hook command: `"ROOT/bin/toolprune" hook LABEL --plugin`
+/// (`--plugin`: the hook stands back when the settings hooks are installed
+/// too, so a result is pruned once).
+pub fn plugin_command(adapter: &dyn Adapter, root: &str) -> String {
+    format!("\"{}\" hook {} --plugin", plugin_program(root), adapter.label())
+}
+
+/// Whether toolprune's settings hooks for `adapter` are in the user's or
+/// the project's (`project`) settings: then a plugin's hook passes.
+pub fn settings_hooks_installed(adapter: &dyn Adapter, paths: &Paths) -> bool {
+    [Scope::User, Scope::Project]
+        .into_iter()
+        .filter_map(|scope| adapter.plan(scope, paths, &[]).ok())
+        .any(|plans| install::has_hooks(adapter.label(), &plans))
+}
+
+/// The paths a running hook sees: `HOME`, the event's `cwd` (else the
+/// process's), `CODEX_HOME`; none without `HOME`.
+fn hook_paths(event: &Value, env: &dyn Fn(&str) -> Option<String>) -> Option<Paths> {
+    let home = PathBuf::from(env("HOME").filter(|h| !h.is_empty())?);
+    let project = event.get("cwd").and_then(Value::as_str).map(PathBuf::from).or_else(|| std::env::current_dir().ok())?;
+    let codex_home = env("CODEX_HOME").filter(|d| !d.is_empty()).map(PathBuf::from).unwrap_or_else(|| home.join(".codex"));
+    Some(Paths { config_dir: home.join(".config/toolprune"), binary: PathBuf::from("toolprune"), home, project, codex_home })
+}
+
+/// Whether a plugin's hook stands back on `event`: toolprune's settings
+/// hooks are installed too (they prune; the plugin's would prune the same
+/// result again). A call of the plugin's own `omitted` tool, when the agent
+/// names it apart from the settings' one, is still the plugin's to answer.
+fn plugin_stands_back(adapter: &dyn Adapter, event: &Value, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let own = adapter.omitted_tool(Via::Plugin);
+    if own != adapter.omitted_tool(Via::Settings) && event.get("tool_name").and_then(Value::as_str) == Some(own.as_str()) {
+        return false;
+    }
+    hook_paths(event, env).is_some_and(|paths| settings_hooks_installed(adapter, &paths))
 }
 
 /// `toolprune hook AGENT`'s command line for `program`: `PROGRAM hook LABEL`.
@@ -172,21 +263,28 @@ pub fn hook_command(adapter: &dyn Adapter, program: &Path) -> String {
 /// The edits that register `adapter`'s hooks (`hooks.<event> +=` each
 /// element) running `command`.
 pub fn hook_edits(adapter: &dyn Adapter, prunable: &[String], command: &str) -> Vec<Edit> {
-    adapter.hooks(prunable).iter().map(|entry| Edit::append(&["hooks", entry.event], adapter.hook_element(entry, command))).collect()
+    adapter.hooks(prunable, Via::Settings).iter().map(|entry| Edit::append(&["hooks", entry.event], adapter.hook_element(entry, command))).collect()
 }
 
-/// Answers one hook event for `agent`: `input` is the agent's stdin, the
-/// result is exactly what to print on stdout (possibly empty). Never panics,
-/// never fails: any error, a missing component, a trap or a panic is the
-/// agent's "no change" ([`Adapter::pass`]).
-pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>) -> String {
+/// Answers one hook event for `agent`, registered `via` settings or a
+/// plugin: `input` is the agent's stdin, the result is exactly what to print
+/// on stdout (possibly empty). Never panics, never fails: any error, a
+/// missing component, a trap or a panic is the agent's "no change"
+/// ([`Adapter::pass`]). A plugin's hook also answers "no change" when the
+/// settings hooks are installed too ([`settings_hooks_installed`]): a
+/// result is pruned once, by the settings' hook.
+pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>, via: Via) -> String {
     let adapter = agent.adapter();
     let event: Option<Value> = serde_json::from_slice(input).ok();
     let name = event.as_ref().and_then(|e| e.get("hook_event_name")).and_then(Value::as_str).map(str::to_string);
     let pass = adapter.pass(name.as_deref());
     let Some(event) = event.filter(Value::is_object) else { return pass.to_string() };
     let handled = catch_unwind(AssertUnwindSafe(|| {
-        let hook = Hook::new(adapter.label(), adapter.conversation(&event), cx, &event);
+        if via == Via::Plugin && plugin_stands_back(adapter, &event, cx.env) {
+            return Ok(None);
+        }
+        let mut hook = Hook::new(adapter.label(), adapter.conversation(&event), cx, &event);
+        hook.via = via;
         let answer = adapter.handle(&hook);
         hook.finish(&answer);
         answer.map(|a| a.map(|a| adapter.render(&a)))
@@ -197,10 +295,11 @@ pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>) -> String {
     }
 }
 
-/// `toolprune hook AGENT` as a process (stdin → [`run`] → stdout, exit 0;
-/// an oversized event is drained and answered "no change": `crate::hook::serve`).
-pub fn main(agent: Agent) -> std::process::ExitCode {
-    crate::hook::serve(agent.adapter().pass(None), |input| run(agent, input, &Context::process()))
+/// `toolprune hook AGENT [--plugin]` as a process (stdin → [`run`] →
+/// stdout, exit 0; an oversized event is drained and answered "no change":
+/// `crate::hook::serve`).
+pub fn main(agent: Agent, via: Via) -> std::process::ExitCode {
+    crate::hook::serve(agent.adapter().pass(None), |input| run(agent, input, &Context::process(), via))
 }
 
 /// `toolprune install AGENT`: the adapter's plan through the installer
@@ -232,18 +331,41 @@ pub fn unwrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bo
     install::unwrap((&file, servers), paths, name, dry_run)
 }
 
-/// `toolprune doctor AGENT`: `install::doctor` with the adapter's plan and checks.
+/// `toolprune doctor AGENT`: `install::doctor` with the adapter's plan and
+/// checks, and its installed plugin's ([`Adapter::installed_plugin`]): the
+/// plugin alone is checked as a plugin; installed both ways, the report says
+/// so and names the active one (the settings hooks: the plugin's stand back).
 pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
     let adapter = agent.adapter();
+    let plugin = adapter.installed_plugin(paths);
     let settings = |prunable: &[String]| -> Vec<Check> {
-        match adapter.plan(scope, paths, prunable) {
+        let settings_checks = || match adapter.plan(scope, paths, prunable) {
             Ok(plans) => {
                 let mut checks = install::check_settings(adapter.label(), &plans);
                 checks.extend(adapter.checks(scope, paths, prunable));
                 checks
             }
             Err(e) => vec![Check { ok: false, what: e }],
+        };
+        let Some(dir) = &plugin else { return settings_checks() };
+        let mut checks = plugin::check_installed(adapter, dir, prunable);
+        checks.extend(adapter.plugin_checks(paths));
+        if settings_hooks_installed(adapter, paths) {
+            checks.push(Check {
+                ok: true,
+                what: format!(
+                    "installed both ways: the settings hooks are active, the plugin's ({}) stand back, so a result is pruned once; \
+                     keep one (`toolprune uninstall {}`, or remove the plugin with {}'s own command)",
+                    dir.display(),
+                    adapter.label(),
+                    adapter.name()
+                ),
+            });
+            checks.extend(settings_checks());
+        } else {
+            checks.push(Check { ok: true, what: format!("the plugin is active ({}); no settings hooks", dir.display()) });
         }
+        checks
     };
     install::doctor(adapter.label(), scope, &settings, env)
 }
@@ -266,7 +388,7 @@ mod tests {
         let cx = Context { env: &env, load };
         let mut prompt = event("user_prompt_submit.json");
         prompt["prompt"] = "Why can't I index a Rust String with s[0], and how do I iterate over its characters?".into();
-        run(agent, prompt.to_string().as_bytes(), &cx);
+        run(agent, prompt.to_string().as_bytes(), &cx, Via::Settings);
         let mut fetch = event("post_tool_use.mcp_fetch.json");
         match agent {
             Agent::Gemini => {
@@ -281,7 +403,7 @@ mod tests {
             }
             _ => {}
         }
-        run(agent, fetch.to_string().as_bytes(), &cx)
+        run(agent, fetch.to_string().as_bytes(), &cx, Via::Settings)
     }
 
     #[test]
@@ -340,7 +462,7 @@ mod tests {
         for agent in Agent::ALL {
             let adapter = agent.adapter();
             let command = hook_command(adapter, &paths.binary);
-            let file = adapter.hooks_file(&adapter.hooks(&globs), &command);
+            let file = adapter.hooks_file(&adapter.hooks(&globs, Via::Settings), &command);
             let mut expected: Vec<(String, Value)> = Vec::new();
             for (event, elements) in file["hooks"].as_object().unwrap() {
                 for element in elements.as_array().unwrap() {
