@@ -118,10 +118,12 @@ class Agent:
 
 
 def gemini_extensions(exe: Path, home: Path, project: Path, *args: str) -> str:
-    """``gemini extensions ARGS`` in the scratch HOME; its stdout."""
+    """``gemini extensions ARGS`` in the scratch HOME; its stdout. ``install`` asks whether
+    to trust the extension's source folder (and exits 0 having installed nothing when not
+    answered): the test answers ``y`` as a user would."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TERM": "dumb", "GEMINI_CLI_NO_RELAUNCH": "true"}
     p = subprocess.run([str(exe), "extensions", *args], cwd=project, env=env, capture_output=True, text=True, timeout=300,
-                       stdin=subprocess.DEVNULL)
+                       input="y\n")
     assert p.returncode == 0, f"gemini extensions {' '.join(args)}:\n{p.stdout}\n{p.stderr}"
     return p.stdout
 
@@ -145,7 +147,8 @@ def setup_home(toolprune: str, root: Path, fetch_bin: Path, mode: str = "setting
         assert p.returncode == 0, p.stderr
     else:
         assert plugins is not None and exe is not None
-        gemini_extensions(exe, home, project, "install", str(plugins / "gemini"), "--consent")
+        out = gemini_extensions(exe, home, project, "install", str(plugins / "gemini"), "--consent")
+        assert 'Extension "toolprune" installed successfully and enabled.' in out, out
     d = subprocess.run([toolprune, "doctor", "gemini"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert d.returncode == 0, f"doctor:\n{d.stdout}\n{d.stderr}"
     installed = json.loads(path.read_text())

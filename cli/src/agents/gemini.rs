@@ -153,11 +153,11 @@ impl Adapter for Gemini {
         if !dir.join("gemini-extension.json").is_file() {
             return None;
         }
+        // `extension-enablement.json`: `{"toolprune": {"overrides": ["/home/me/*"]}}`
+        // as `install` leaves it; `disable` writes `!`-rules.
         let enablement = std::fs::read_to_string(extensions.join("extension-enablement.json")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
-        let disabled = enablement
-            .as_ref()
-            .and_then(|e| e[PLUGIN_NAME]["overrides"].as_array())
-            .is_some_and(|o| o.iter().filter_map(Value::as_str).any(|rule| rule.starts_with('!') && !rule.contains("/.")));
+        let rules: Vec<&str> = enablement.as_ref().and_then(|e| e[PLUGIN_NAME]["overrides"].as_array()).map(|o| o.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let disabled = !rules.is_empty() && rules.iter().all(|rule| rule.starts_with('!'));
         (!disabled).then_some(dir)
     }
 

@@ -383,11 +383,31 @@ mod tests {
     /// Runs the prompt and the fetch of one session with `load`; returns the fetch's answer.
     fn fetch_with(agent: Agent, load: &dyn Fn() -> Result<Pruner, String>) -> String {
         let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store").to_string_lossy().into_owned();
-        let env = move |name: &str| (name == "TOOLPRUNE_STORE_DIR").then(|| store.clone());
+        fetch_in(agent, load, dir.path(), Via::Settings)
+    }
+
+    /// The same with `root/home` as `HOME` and `root/project` as the events'
+    /// `cwd`, the hooks registered `via` settings or a plugin.
+    fn fetch_in(agent: Agent, load: &dyn Fn() -> Result<Pruner, String>, root: &Path, via: Via) -> String {
+        let store = root.join("store").to_string_lossy().into_owned();
+        let home = root.join("home").to_string_lossy().into_owned();
+        let project = root.join("project").to_string_lossy().into_owned();
+        let env = move |name: &str| match name {
+            "TOOLPRUNE_STORE_DIR" => Some(store.clone()),
+            "HOME" => Some(home.clone()),
+            _ => None,
+        };
         let cx = Context { env: &env, load };
+        let run = |agent: Agent, bytes: &[u8], cx: &Context<'_>, _via: Via| {
+            let mut event: Value = serde_json::from_slice(bytes).unwrap();
+            event["cwd"] = Value::String(project.clone());
+            run(agent, event.to_string().as_bytes(), cx, via)
+        };
         let mut prompt = event("user_prompt_submit.json");
         prompt["prompt"] = "Why can't I index a Rust String with s[0], and how do I iterate over its characters?".into();
+        if agent == Agent::Gemini {
+            prompt["hook_event_name"] = "BeforeAgent".into();
+        }
         run(agent, prompt.to_string().as_bytes(), &cx, Via::Settings);
         let mut fetch = event("post_tool_use.mcp_fetch.json");
         match agent {
@@ -484,6 +504,72 @@ mod tests {
             assert_eq!(planned, expected, "{}", adapter.name());
             assert!(!expected.is_empty());
         }
+    }
+
+    fn shared() -> Result<Pruner, String> {
+        Pruner::shared().cloned().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_plugins_hook_prunes_alone_and_stands_back_when_the_settings_hooks_are_installed_too() {
+        // A result is pruned once (issue 23 §4): the settings' hook prunes,
+        // the plugin's answers "no change".
+        for agent in [Agent::ClaudeCode, Agent::Codex] {
+            let tmp = tempfile::tempdir().unwrap();
+            let pruned = fetch_in(agent, &shared, tmp.path(), Via::Plugin);
+            assert!(pruned.contains("[Omitted by relevance:"), "{agent:?} plugin alone: {pruned}");
+            let mut paths = paths(tmp.path());
+            paths.binary = std::env::current_exe().unwrap();
+            install(agent, Scope::User, &paths, &["mcp__*__fetch".to_string()], false).unwrap();
+            assert!(settings_hooks_installed(agent.adapter(), &paths));
+            let tmp2 = tempfile::tempdir().unwrap();
+            std::fs::rename(tmp.path().join("home"), tmp2.path().join("home")).unwrap();
+            assert_eq!(fetch_in(agent, &shared, tmp2.path(), Via::Plugin), "", "{agent:?}: the plugin stands back");
+            assert!(fetch_in(agent, &shared, tmp2.path(), Via::Settings).contains("[Omitted by relevance:"), "{agent:?}: the settings' hook prunes");
+        }
+    }
+
+    #[test]
+    fn the_plugins_own_omitted_tool_is_still_answered_when_the_settings_hooks_are_installed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut paths = paths(tmp.path());
+        paths.binary = std::env::current_exe().unwrap();
+        install(Agent::ClaudeCode, Scope::User, &paths, &["mcp__*__fetch".to_string()], false).unwrap();
+        let store = tmp.path().join("store").to_string_lossy().into_owned();
+        let home = tmp.path().join("home").to_string_lossy().into_owned();
+        let env = move |name: &str| match name {
+            "TOOLPRUNE_STORE_DIR" => Some(store.clone()),
+            "HOME" => Some(home.clone()),
+            _ => None,
+        };
+        let cx = Context { env: &env, load: &shared };
+        let mut pre = json!({"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": tmp.path().join("project"), "tool_input": {"id": "P1", "from": 0, "to": 0}});
+        pre["tool_name"] = claude_code::plugin_omitted_tool().into();
+        assert!(run(Agent::ClaudeCode, pre.to_string().as_bytes(), &cx, Via::Plugin).contains("updatedInput"), "its own tool");
+        pre["tool_name"] = claude_code::omitted_tool().into();
+        assert_eq!(run(Agent::ClaudeCode, pre.to_string().as_bytes(), &cx, Via::Plugin), "", "the settings' tool is the settings hook's");
+    }
+
+    #[test]
+    fn gemini_clis_extension_prunes_only_where_its_omitted_tool_is_allowed() {
+        // A tail call to a tool Gemini CLI refuses would lose the result:
+        // without `mcp.allowed` the extension passes it unchanged.
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("home/.gemini")).unwrap();
+        assert_eq!(fetch_in(Agent::Gemini, &shared, tmp.path(), Via::Plugin), "{}");
+        let log = std::fs::read_to_string(tmp.path().join("store/toolprune.log")).unwrap();
+        assert!(log.contains("reason=omitted_not_allowed"), "{log}");
+        let mut paths = paths(tmp.path());
+        paths.home = tmp.path().join("home");
+        assert!(Agent::Gemini.adapter().plugin_checks(&paths).iter().any(|c| !c.ok && c.what.contains("\"allowed\"")));
+        std::fs::write(tmp.path().join("home/.gemini/settings.json"), "{\n  // mine\n  \"mcp\": {\"allowed\": [\"toolprune\"]}\n}\n").unwrap();
+        let tmp2 = tempfile::tempdir().unwrap();
+        std::fs::rename(tmp.path().join("home"), tmp2.path().join("home")).unwrap();
+        let answer = fetch_in(Agent::Gemini, &shared, tmp2.path(), Via::Plugin);
+        let log = std::fs::read_to_string(tmp2.path().join("store/toolprune.log")).unwrap_or_default();
+        assert!(answer.contains("tailToolCallRequest"), "{answer}: {log}");
+        paths.home = tmp2.path().join("home");
+        assert!(Agent::Gemini.adapter().plugin_checks(&paths).iter().all(|c| c.ok));
     }
 
     #[test]

@@ -59,13 +59,14 @@ fn marketplace(version: &str, dir: &str) -> Value {
     })
 }
 
-fn write(dir: &Path, rel: &str, bytes: &[u8], built: &mut Built) -> Result<(), String> {
-    let path = dir.join(rel);
+/// Writes `bytes` to `base/sub/rel`, listing `sub/rel`.
+fn write(base: &Path, sub: &str, rel: &str, bytes: &[u8], built: &mut Built) -> Result<(), String> {
+    let path = base.join(sub).join(rel);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
     std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    built.files.push(PathBuf::from(rel));
+    built.files.push(Path::new(sub).join(rel));
     Ok(())
 }
 
@@ -104,15 +105,14 @@ fn place_binary(binary: &Path, to: &Path) -> Result<(), String> {
 pub fn build(dir: &Path, binary: &Path, version: &str, prunable: &[String]) -> Result<Built, String> {
     let mut built = Built::default();
     for (agent, plugin) in plugins(version, prunable) {
-        let root = dir.join(plugin.dir);
         for (rel, value) in &plugin.files {
-            write(&root, rel, &pretty(value), &mut built)?;
+            write(dir, plugin.dir, rel, &pretty(value), &mut built)?;
         }
         for (name, text) in LICENSES {
-            write(&root, name, text.as_bytes(), &mut built)?;
+            write(dir, plugin.dir, name, text.as_bytes(), &mut built)?;
         }
-        write(&root, "README.md", readme(agent, plugin.dir).as_bytes(), &mut built)?;
-        place_binary(binary, &root.join("bin/toolprune"))?;
+        write(dir, plugin.dir, "README.md", readme(agent, plugin.dir).as_bytes(), &mut built)?;
+        place_binary(binary, &dir.join(plugin.dir).join("bin/toolprune"))?;
         built.files.push(PathBuf::from(plugin.dir).join("bin/toolprune"));
         let catalogue = match agent {
             Agent::ClaudeCode => Some(".claude-plugin/marketplace.json"),
@@ -121,10 +121,10 @@ pub fn build(dir: &Path, binary: &Path, version: &str, prunable: &[String]) -> R
             Agent::Gemini => None,
         };
         if let Some(rel) = catalogue {
-            write(dir, rel, &pretty(&marketplace(version, plugin.dir)), &mut built)?;
+            write(dir, "", rel, &pretty(&marketplace(version, plugin.dir)), &mut built)?;
         }
     }
-    write(dir, "README.md", folder_readme().as_bytes(), &mut built)?;
+    write(dir, "", "README.md", folder_readme().as_bytes(), &mut built)?;
     Ok(built)
 }
 
