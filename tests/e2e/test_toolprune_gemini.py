@@ -10,9 +10,11 @@ MCP server returned.
 
 Each module fixture and case (e) run once per install mode (issue 23): ``settings``
 (``toolprune install gemini --user``) and ``plugin`` (``gemini extensions install
-DIR/gemini --consent`` on the folder ``toolprune plugin build`` writes, plus the one setting
-an extension cannot give itself: ``"mcp": {"allowed": ["toolprune"]}`` — Gemini CLI drops an
-extension's ``trust`` and its ALLOW policy rules, and headless runs deny a tool not allowed).
+DIR/gemini --consent`` on the folder ``toolprune plugin build`` writes, plus the one rule an
+extension cannot give itself: the user policy ``~/.gemini/policies/toolprune.toml`` allowing
+``omitted`` — Gemini CLI drops an extension's ``trust`` and its ALLOW policy rules, and
+headless runs deny a tool not allowed; ``mcp.allowed`` would do too but disables every
+server it does not name).
 
 Gemini CLI replaces a result only through an AfterTool *tail call*: toolprune's hook asks
 for ``mcp_toolprune_omitted`` with ``body: true`` and its MCP server returns the pruned
@@ -59,6 +61,9 @@ PROMPT_1 = "Why can't I index a Rust String with s[0], and what is the right way
 PROMPT_2 = "What did the Cargo team discuss about moving Cargo's files to XDG base directory paths? Also, what is the status of a `cargo doc --serve` command?"
 NOT_FOUND = "There is no text with id="
 MODES = ("settings", "plugin")
+#: The user policy docs/plugins.md gives (agents/gemini.rs POLICY).
+POLICY = '[[rule]]\nmcpName = "toolprune"\ntoolName = "omitted"\ndecision = "allow"\npriority = 100\n'
+
 OPEN, CLOSE = "<untrusted_context>\n", "\n</untrusted_context>"
 
 
@@ -118,14 +123,14 @@ class Agent:
 
 
 def gemini_extensions(exe: Path, home: Path, project: Path, *args: str) -> str:
-    """``gemini extensions ARGS`` in the scratch HOME; its stdout. ``install`` asks whether
+    """``gemini extensions ARGS`` in the scratch HOME; its stdout and stderr. ``install`` asks whether
     to trust the extension's source folder (and exits 0 having installed nothing when not
     answered): the test answers ``y`` as a user would."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TERM": "dumb", "GEMINI_CLI_NO_RELAUNCH": "true"}
     p = subprocess.run([str(exe), "extensions", *args], cwd=project, env=env, capture_output=True, text=True, timeout=300,
                        input="y\n")
     assert p.returncode == 0, f"gemini extensions {' '.join(args)}:\n{p.stdout}\n{p.stderr}"
-    return p.stdout
+    return p.stdout + p.stderr
 
 
 def setup_home(toolprune: str, root: Path, fetch_bin: Path, mode: str = "settings", plugins: Path | None = None,
@@ -138,9 +143,11 @@ def setup_home(toolprune: str, root: Path, fetch_bin: Path, mode: str = "setting
     project.mkdir(parents=True)
     settings = h.base_settings()
     settings["mcpServers"] = {"fetch": h.fetch_server_config(fetch_bin)}
-    if mode == "plugin":
-        settings["mcp"] = {"allowed": ["toolprune"]}
     path = h.write_settings(home, settings)
+    if mode == "plugin":
+        policies = home / ".gemini" / "policies"
+        policies.mkdir(parents=True)
+        (policies / "toolprune.toml").write_text(POLICY)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
     if mode == "settings":
         p = subprocess.run([toolprune, "install", "gemini", "--user"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
@@ -166,6 +173,8 @@ def setup_home(toolprune: str, root: Path, fetch_bin: Path, mode: str = "setting
 
 
 def originals(log: Path) -> list[str]:
+    if not log.exists():
+        return []
     events = [json.loads(line)["stdin"] for line in log.read_text().splitlines() if line.strip()]
     return [unwrap(e["tool_response"]["llmContent"][0]["text"]) for e in events
             if e.get("hook_event_name") == "AfterTool" and e.get("tool_name") == FETCH and not e.get("original_request_name")]

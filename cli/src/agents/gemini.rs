@@ -161,28 +161,68 @@ impl Adapter for Gemini {
         (!disabled).then_some(dir)
     }
 
-    /// The extension's `omitted` runs only when the settings allow it.
+    /// The extension's `omitted` runs only when the user allows it.
     fn plugin_checks(&self, paths: &Paths) -> Vec<Check> {
-        let files = [paths.home.join(".gemini/settings.json"), paths.project.join(".gemini/settings.json")];
-        if files.iter().any(|f| allows_omitted(f)) {
-            vec![Check { ok: true, what: format!("\"mcp\": {{\"allowed\": [\"{SERVER_NAME}\"]}} lets Gemini CLI run the extension's omitted tool") }]
+        let policy = paths.home.join(".gemini/policies").join(POLICY_FILE);
+        if omitted_allowed(&paths.home, Some(&paths.project)) {
+            vec![Check { ok: true, what: "Gemini CLI may run the extension's omitted tool (a user policy or the settings allow it)".into() }]
         } else {
             vec![Check {
                 ok: false,
                 what: format!(
-                    "Gemini CLI runs no tool of an extension's MCP server unasked (headless: never), and ignores an extension's own allow rules: \
-                     add \"mcp\": {{\"allowed\": [\"{SERVER_NAME}\"]}} to {} (until then the extension passes every result unchanged)",
-                    files[0].display()
+                    "Gemini CLI runs no tool of an extension's MCP server unasked (headless: never) and ignores an extension's own allow rules: \
+                     write {} with\n{POLICY}(until then the extension passes every result unchanged)",
+                    policy.display()
                 ),
             }]
         }
     }
 }
 
+/// The user policy file docs/plugins.md and `doctor` name.
+pub const POLICY_FILE: &str = "toolprune.toml";
+
+/// The user policy that lets Gemini CLI run the extension's `omitted` (a
+/// read of text the user's own tool returned: it changes nothing).
+pub const POLICY: &str = "[[rule]]\nmcpName = \"toolprune\"\ntoolName = \"omitted\"\ndecision = \"allow\"\npriority = 100\n";
+
+/// Whether Gemini CLI will run toolprune's server's `omitted` without
+/// asking: a user policy (`~/.gemini/policies/*.toml`) allows it, or a
+/// settings file (user, or the project's) names the server in
+/// `mcp.allowed` or trusts it (`mcpServers.toolprune.trust`).
+fn omitted_allowed(home: &std::path::Path, project: Option<&std::path::Path>) -> bool {
+    let mut files = vec![home.join(".gemini/settings.json")];
+    files.extend(project.map(|p| p.join(".gemini/settings.json")));
+    files.iter().any(|f| settings_allow(f)) || policies_allow(&home.join(".gemini/policies"))
+}
+
+/// A policy folder holds an `allow` rule for `omitted` of server `toolprune`
+/// (`mcpName` + `toolName` `omitted` or `*`, or `toolName` `mcp_toolprune_omitted` / `mcp_toolprune_*`).
+fn policies_allow(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "toml")).any(|e| {
+        let Some(value) = std::fs::read_to_string(e.path()).ok().and_then(|t| crate::install::toml_value(&t)) else { return false };
+        value["rule"].as_array().is_some_and(|rules| {
+            rules.iter().any(|r| {
+                let names: Vec<&str> = match &r["toolName"] {
+                    Value::String(s) => vec![s.as_str()],
+                    Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                    _ => vec![],
+                };
+                let ours = match r["mcpName"].as_str() {
+                    Some(m) => (m == SERVER_NAME || m == "*") && names.iter().any(|n| *n == "omitted" || *n == "*"),
+                    None => names.iter().any(|n| *n == omitted_tool() || *n == format!("mcp_{SERVER_NAME}_*")),
+                };
+                ours && r["decision"] == "allow" && r.get("argsPattern").is_none() && r.get("modes").is_none()
+            })
+        })
+    })
+}
+
 /// Whether the settings file `path` (JSON with comments) lets Gemini CLI run
 /// toolprune's server's tools without asking: `mcp.allowed` names it (or
 /// `*`), or `mcpServers.toolprune.trust` is true.
-fn allows_omitted(path: &std::path::Path) -> bool {
+fn settings_allow(path: &std::path::Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else { return false };
     let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
     let Some(value) = root.value().and_then(|v| v.to_serde_value()) else { return false };
@@ -270,7 +310,7 @@ fn after_tool(hook: &Hook<'_>) -> Answer {
     // the settings' server must be registered, the extension's allowed.
     let usable = match hook.via {
         Via::Settings => server_registered(hook),
-        Via::Plugin => settings_files(hook).iter().any(|f| allows_omitted(f)),
+        Via::Plugin => (hook.cx.env)("HOME").filter(|h| !h.is_empty()).is_some_and(|home| omitted_allowed(std::path::Path::new(&home), hook.str("cwd").map(std::path::Path::new))),
     };
     if !usable {
         return Err(Pass::new(if hook.via == Via::Plugin { "omitted_not_allowed" } else { "no_omitted_server" }));

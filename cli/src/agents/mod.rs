@@ -551,7 +551,7 @@ mod tests {
     }
 
     #[test]
-    fn gemini_clis_extension_prunes_only_where_its_omitted_tool_is_allowed() {
+    fn gemini_clis_extension_prunes_only_where_a_user_policy_allows_its_omitted_tool() {
         // A tail call to a tool Gemini CLI refuses would lose the result:
         // without `mcp.allowed` the extension passes it unchanged.
         let tmp = tempfile::tempdir().unwrap();
@@ -561,8 +561,9 @@ mod tests {
         assert!(log.contains("reason=omitted_not_allowed"), "{log}");
         let mut paths = paths(tmp.path());
         paths.home = tmp.path().join("home");
-        assert!(Agent::Gemini.adapter().plugin_checks(&paths).iter().any(|c| !c.ok && c.what.contains("\"allowed\"")));
-        std::fs::write(tmp.path().join("home/.gemini/settings.json"), "{\n  // mine\n  \"mcp\": {\"allowed\": [\"toolprune\"]}\n}\n").unwrap();
+        assert!(Agent::Gemini.adapter().plugin_checks(&paths).iter().any(|c| !c.ok && c.what.contains(gemini::POLICY)));
+        std::fs::create_dir_all(tmp.path().join("home/.gemini/policies")).unwrap();
+        std::fs::write(tmp.path().join("home/.gemini/policies").join(gemini::POLICY_FILE), gemini::POLICY).unwrap();
         let tmp2 = tempfile::tempdir().unwrap();
         std::fs::rename(tmp.path().join("home"), tmp2.path().join("home")).unwrap();
         let answer = fetch_in(Agent::Gemini, &shared, tmp2.path(), Via::Plugin);
