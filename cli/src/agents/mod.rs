@@ -247,7 +247,16 @@ fn hook_paths(event: &Value, env: &dyn Fn(&str) -> Option<String>) -> Option<Pat
 /// hooks are installed too (they prune; the plugin's would prune the same
 /// result again). A call of the plugin's own `omitted` tool, when the agent
 /// names it apart from the settings' one, is still the plugin's to answer.
+///
+/// It also stands back, always, when GitHub Copilot CLI runs it (Copilot CLI
+/// installs the Claude Code plugin from the same marketplace and sets
+/// `COPILOT_PLUGIN_ROOT` for plugin hooks; its shell hooks cannot replace a
+/// tool's output, so pruning there would only store results the model
+/// never sees): the plugin is inert in Copilot CLI (docs/plugins.md).
 fn plugin_stands_back(adapter: &dyn Adapter, event: &Value, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    if env("COPILOT_PLUGIN_ROOT").is_some() {
+        return true;
+    }
     let own = adapter.omitted_tool(Via::Plugin);
     if own != adapter.omitted_tool(Via::Settings) && event.get("tool_name").and_then(Value::as_str) == Some(own.as_str()) {
         return false;
@@ -527,6 +536,24 @@ mod tests {
             assert_eq!(fetch_in(agent, &shared, tmp2.path(), Via::Plugin), "", "{agent:?}: the plugin stands back");
             assert!(fetch_in(agent, &shared, tmp2.path(), Via::Settings).contains("[Omitted by relevance:"), "{agent:?}: the settings' hook prunes");
         }
+    }
+
+    #[test]
+    fn the_claude_code_plugin_is_inert_when_github_copilot_cli_runs_its_hooks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        let store_text = store.to_string_lossy().into_owned();
+        let env = move |name: &str| match name {
+            "TOOLPRUNE_STORE_DIR" => Some(store_text.clone()),
+            "COPILOT_PLUGIN_ROOT" => Some("/x/plugins/toolprune".into()),
+            _ => None,
+        };
+        let cx = Context { env: &env, load: &shared };
+        let mut prompt = event("user_prompt_submit.json");
+        prompt["prompt"] = "Why can't I index a Rust String with s[0]?".into();
+        assert_eq!(run(Agent::ClaudeCode, prompt.to_string().as_bytes(), &cx, Via::Plugin), "");
+        assert_eq!(run(Agent::ClaudeCode, event("post_tool_use.mcp_fetch.json").to_string().as_bytes(), &cx, Via::Plugin), "");
+        assert!(!store.exists() || std::fs::read_dir(&store).unwrap().next().is_none(), "nothing stored");
     }
 
     #[test]
