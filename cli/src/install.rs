@@ -959,7 +959,7 @@ fn program_of(command: &str) -> String {
     command.split_whitespace().next().unwrap_or("").to_string()
 }
 
-fn executable(path: &str) -> bool {
+pub fn executable(path: &str) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -969,6 +969,41 @@ fn executable(path: &str) -> bool {
     {
         Path::new(path).is_file()
     }
+}
+
+/// Whether any hooks file of `plans` holds a hook of toolprune for `agent`
+/// (a command ending in `hook AGENT`, as `install` writes it; a plugin's
+/// `… --plugin` command is not one): a missing or unreadable file holds none.
+pub fn has_hooks(agent: &str, plans: &[FilePlan]) -> bool {
+    plans.iter().any(|file| {
+        let hook_paths: Vec<&Vec<String>> = file
+            .edits
+            .iter()
+            .filter_map(|e| match e {
+                Edit::Append { path, .. } if path.first().is_some_and(|p| p == "hooks") => Some(path),
+                _ => None,
+            })
+            .collect();
+        if hook_paths.is_empty() {
+            return false;
+        }
+        let Ok(Some(text)) = read_optional(&file.path) else { return false };
+        let Ok(doc) = Doc::parse(&file.path, &text) else { return false };
+        let root = doc.value();
+        hook_paths.iter().any(|path| {
+            value_at(&root, path).and_then(Value::as_array).is_some_and(|elements| elements.iter().any(|e| ours(e, agent)))
+        })
+    })
+}
+
+/// Whether a hooks-file element runs `… hook AGENT` (in its `hooks` list, or
+/// as its own `command`: Cursor).
+fn ours(element: &Value, agent: &str) -> bool {
+    let commands: Vec<&str> = match element.get("hooks").and_then(Value::as_array) {
+        Some(hooks) => hooks.iter().filter_map(|h| h.get("command").and_then(Value::as_str)).collect(),
+        None => element.get("command").and_then(Value::as_str).into_iter().collect(),
+    };
+    commands.iter().any(|c| c.trim_end().ends_with(&format!("hook {agent}")))
 }
 
 /// Checks the settings of `agent` in `scope` against what `install` writes:
@@ -1001,14 +1036,7 @@ pub fn check_settings(agent: &str, plans: &[FilePlan]) -> Vec<Check> {
             let (ok, what) = match edit {
                 Edit::Append { path, value } if value.get("hooks").is_some() || value.get("command").is_some() => {
                     let elements = value_at(&root, path).and_then(Value::as_array).cloned().unwrap_or_default();
-                    let ours = elements.into_iter().find(|e| {
-                        let commands: Vec<String> = match e.get("hooks").and_then(Value::as_array) {
-                            Some(hooks) => hooks.iter().filter_map(|h| h.get("command").and_then(Value::as_str)).map(String::from).collect(),
-                            None => e.get("command").and_then(Value::as_str).map(String::from).into_iter().collect(),
-                        };
-                        commands.iter().any(|c| c.trim_end().ends_with(&format!("hook {agent}")))
-                    });
-                    match ours {
+                    match elements.into_iter().find(|e| ours(e, agent)) {
                         None => (false, format!("{}: no toolprune hook in {}", file.path.display(), path.join("."))),
                         Some(entry) => {
                             let command = entry

@@ -8,7 +8,7 @@
 //! toolprune split [--json] [FILE|-]
 //! toolprune eval --corpus DIR [--labels FILE] [--scorer offline|stub]
 //!                [--threshold X] [--lang en|ja] [--json]
-//! toolprune hook claude-code|gemini|cursor|codex (one agent event: stdin → stdout)
+//! toolprune hook claude-code|gemini|cursor|codex [--plugin] (one agent event: stdin → stdout)
 //! toolprune mcp                                 (the `omitted` MCP server, stdio)
 //! toolprune stats [--since DATE|DURATION] [--agent A] [--tool T] [--json] [--html FILE]
 //! ```
@@ -71,6 +71,9 @@ enum Command {
     },
     /// The `omitted` MCP server (stdio), registered beside the hooks.
     Mcp,
+    /// Build the agents' plugins (`toolprune plugin build DIR`; scripts/package).
+    #[command(hide = true)]
+    Plugin(PluginArgs),
     /// Register toolprune's hooks and its `omitted` MCP server in an
     /// agent's settings (idempotent; every other byte of the files kept).
     Install(InstallArgs),
@@ -83,6 +86,26 @@ enum Command {
     /// counts-only log: results pruned, characters and (estimated) tokens
     /// removed, what `omitted` read back, the scorer's time (docs/stats.md).
     Stats(toolprune_cli::stats::StatsArgs),
+}
+
+#[derive(Args)]
+struct PluginArgs {
+    #[command(subcommand)]
+    command: PluginCommand,
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Write the marketplace folder DIR: every agent's plugin (manifests
+    /// from the same adapters as `install`), each with a copy of the binary
+    /// (docs/plugins.md).
+    Build {
+        /// The folder to write (created; files of the same names replaced).
+        dir: PathBuf,
+        /// The binary each plugin carries (default: this one).
+        #[arg(long)]
+        binary: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -192,8 +215,11 @@ fn main() -> ExitCode {
     // The hook answers before anything else can print: no clap errors on stderr.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.len() >= 2 && args[1] == "hook" && !args[2..].iter().any(|a| a == "-h" || a == "--help") {
-        if let (3, Some(agent)) = (args.len(), args.get(2).and_then(|a| a.to_str()).and_then(|a| <Agent as ValueEnum>::from_str(a, false).ok())) {
-            return agents::main(agent);
+        let agent = args.get(2).and_then(|a| a.to_str()).and_then(|a| <Agent as ValueEnum>::from_str(a, false).ok());
+        match (args.len(), agent, args.get(3).and_then(|a| a.to_str())) {
+            (3, Some(agent), None) => return agents::main(agent, agents::Via::Settings),
+            (4, Some(agent), Some("--plugin")) => return agents::main(agent, agents::Via::Plugin),
+            _ => {}
         }
         // A mistyped hook command (no agent, an unknown one, extra words):
         // an agent reads exit 2 as "block" and shows stderr, so say nothing
@@ -214,7 +240,10 @@ fn main() -> ExitCode {
         },
         Command::Route(args) => pruner().and_then(|p| cli_route::route(p, args)),
         Command::McpProxy(args) => return toolprune_cli::proxy::run(args),
-        Command::Hook { agent } => return agents::main(agent),
+        Command::Hook { agent } => return agents::main(agent, agents::Via::Settings),
+        Command::Plugin(args) => match args.command {
+            PluginCommand::Build { dir, binary } => plugin_build(&dir, binary),
+        },
         Command::Mcp => toolprune_cli::mcp::main().map(|()| ExitCode::SUCCESS),
         Command::Install(args) => install_cmd(args),
         Command::Uninstall(args) => install::Paths::from_env(&cli_jev::env)
@@ -264,6 +293,23 @@ fn stats(args: &toolprune_cli::stats::StatsArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `toolprune plugin build DIR [--binary PATH]`: the plugins with the
+/// default configuration's prunable tools (a plugin is built for everyone).
+fn plugin_build(dir: &std::path::Path, binary: Option<PathBuf>) -> Result<ExitCode, String> {
+    let binary = match binary {
+        Some(path) => path,
+        None => std::env::current_exe().map_err(|e| format!("the path of this toolprune binary: {e}"))?,
+    };
+    let defaults = pruner()?.configuration(&|_| None).map_err(|e| format!("the default configuration: {e}"))?;
+    let built = agents::plugin::build(dir, &binary, env!("CARGO_PKG_VERSION"), &defaults.prunable)?;
+    let mut out = String::new();
+    for file in &built.files {
+        out.push_str(&format!("{}\n", dir.join(file).display()));
+    }
+    write_stdout(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `toolprune install AGENT`: the prunable globs from the configuration

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,21 @@ def toolprune_bin() -> str:
         if msg.get("reason") == "compiler-artifact" and msg["target"]["name"] == "toolprune" and msg.get("executable"):
             return msg["executable"]
     pytest.fail("cargo build did not name the toolprune executable", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def plugin_dir(toolprune_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The marketplace folder ``toolprune plugin build`` writes (what scripts/package puts
+    in ``dist/plugins/``), every plugin carrying a stripped copy of ``toolprune_bin`` (the
+    debug build is ~370 MB with its symbols; the agents copy a plugin when they install it)."""
+    root = tmp_path_factory.mktemp("plugins")
+    binary = root / "toolprune"
+    shutil.copyfile(toolprune_bin, binary)
+    binary.chmod(0o755)
+    subprocess.run(["strip", str(binary)], capture_output=True, timeout=300)  # optional: a copy with symbols works too
+    out = root / "dist"
+    p = subprocess.run([toolprune_bin, "plugin", "build", str(out), "--binary", str(binary)],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        pytest.fail(f"toolprune plugin build failed:\n{p.stderr}", pytrace=False)
+    return out

@@ -3,8 +3,16 @@
 The pinned ``claude`` (provision.py) runs offline in a scratch HOME against the scripted
 Messages API; the real ``mcp-server-fetch`` (as ``docs``, via ``--mcp-config``) fetches
 pages of ``../shared/corpus`` rendered to HTML from a loopback site; toolprune is
-installed with its own installer (``toolprune install claude-code --user``: hooks in
-``~/.claude/settings.json``, the ``omitted`` MCP server in ``~/.claude.json``). A probe
+installed either way (issue 23), each module fixture and case (e) once per way:
+
+- ``settings``: toolprune's own installer (``toolprune install claude-code --user``: hooks in
+  ``~/.claude/settings.json``, the ``omitted`` MCP server in ``~/.claude.json``);
+- ``plugin``: Claude Code's own commands on the marketplace folder ``toolprune plugin
+  build`` writes (``claude plugin marketplace add DIR``, ``claude plugin install
+  toolprune@toolprune``): the hooks run the plugin's ``bin/toolprune … --plugin``, the tool
+  is ``mcp__plugin_toolprune_toolprune__omitted``.
+
+A probe
 hook in the project's settings only logs PostToolUse, so the test knows the page the MCP
 server returned before toolprune replaced it.
 
@@ -58,6 +66,9 @@ from scripted_anthropic import MessagesRequest, Reply, ScriptedAnthropic, text, 
 
 FETCH = "mcp__docs__fetch"
 OMITTED = "mcp__toolprune__omitted"
+#: The plugin's server is ``plugin:toolprune:toolprune``: its tools are named so.
+PLUGIN_OMITTED = "mcp__plugin_toolprune_toolprune__omitted"
+MODES = ("settings", "plugin")
 DOC_1 = "rust-book-ch08-02-strings.md"
 DOC_2 = "rust-blog-cargo-dev-cycle-1.90.md"
 PROMPT_1 = "Why can't I index a Rust String with s[0], and what is the right way to iterate over its characters?"
@@ -74,8 +85,9 @@ class PruneAgent:
     text it got back, in order.
     """
 
-    def __init__(self, turns: list[tuple[str, str]]):
+    def __init__(self, turns: list[tuple[str, str]], omitted: str = OMITTED):
         self.turns = turns
+        self.omitted = omitted
         self.turn = -1
         self.omissions: dict[int, Omission] = {}
         self.pending: list[dict[str, Any]] = []
@@ -85,7 +97,7 @@ class PruneAgent:
     def _call_omitted(self) -> Reply:
         args = self.pending.pop(0)
         self.calls.append((self.turn, args))
-        return tool_use(OMITTED, args)
+        return tool_use(self.omitted, args)
 
     def __call__(self, req: MessagesRequest) -> Reply:
         for i, (prompt, url) in enumerate(self.turns):
@@ -105,7 +117,7 @@ class PruneAgent:
             earlier = [self.omissions[t] for t in sorted(self.omissions) if t < self.turn]
             self.pending = [{"id": o.id, "from": o.first, "to": o.last} for o in earlier + [om]]
             return self._call_omitted()
-        if name == OMITTED:
+        if name == self.omitted:
             self.answers.append(tool_result_text(last))
             if self.pending:
                 return self._call_omitted()
@@ -117,17 +129,35 @@ def toolprune_env(scratch: Scratch) -> dict[str, str]:
     return {"PATH": scratch.env("http://127.0.0.1:9")["PATH"], "HOME": str(scratch.home), "LANG": "C.UTF-8"}
 
 
-def install(toolprune: str, scratch: Scratch) -> str:
-    """``toolprune install claude-code --user`` into the scratch HOME, then ``doctor``
-    (which also compiles the component into the scratch HOME's cache)."""
+def claude_plugin(toolchain: Toolchain, scratch: Scratch, *args: str) -> str:
+    """``claude plugin ARGS`` in the scratch HOME (offline); its stdout."""
+    p = subprocess.run([toolchain.claude, "plugin", *args], cwd=scratch.project, env=scratch.env("http://127.0.0.1:9"),
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"claude plugin {' '.join(args)}:\n{p.stdout}\n{p.stderr}"
+    return p.stdout
+
+
+def install(toolprune: str, scratch: Scratch, mode: str = "settings", toolchain: Toolchain | None = None,
+            plugins: Path | None = None) -> str:
+    """toolprune into the scratch HOME — ``toolprune install claude-code --user``, or (mode
+    ``plugin``) Claude Code's ``plugin marketplace add`` + ``plugin install`` — then
+    ``doctor`` (which also compiles the component into the scratch HOME's cache)."""
     env = toolprune_env(scratch)
-    p = subprocess.run([toolprune, "install", "claude-code", "--user"], cwd=scratch.project, env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
+    if mode == "settings":
+        p = subprocess.run([toolprune, "install", "claude-code", "--user"], cwd=scratch.project, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        out = p.stdout
+    else:
+        assert toolchain is not None and plugins is not None
+        out = claude_plugin(toolchain, scratch, "marketplace", "add", str(plugins))
+        out += claude_plugin(toolchain, scratch, "install", "toolprune@toolprune")
     d = subprocess.run([toolprune, "doctor", "claude-code"], cwd=scratch.project, env=env,
                        capture_output=True, text=True, timeout=300)
     assert d.returncode == 0, f"doctor:\n{d.stdout}\n{d.stderr}"
-    return p.stdout
+    if mode == "plugin":
+        assert "the plugin is active" in d.stdout, d.stdout
+    return out
 
 
 def probe_post_tool_use(scratch: Scratch) -> ProbeHook:
@@ -147,20 +177,23 @@ class Conversation:
     agent: PruneAgent
     originals: list[str]
     toolprune: str
+    mode: str = "settings"
     seconds: list[float] = field(default_factory=list)
 
 
-@pytest.fixture(scope="module")
-def conversation(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Conversation:
-    scratch = Scratch(tmp_path_factory.mktemp("toolprune-claude"))
-    installed = install(toolprune_bin, scratch)
+@pytest.fixture(scope="module", params=MODES)
+def conversation(request: pytest.FixtureRequest, toolchain: Toolchain, corpus: Path, toolprune_bin: str,
+                 plugin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Conversation:
+    mode = request.param
+    scratch = Scratch(tmp_path_factory.mktemp(f"toolprune-claude-{mode}"))
+    installed = install(toolprune_bin, scratch, mode, toolchain, plugin_dir)
     probe = probe_post_tool_use(scratch)
     claude = Claude(toolchain, scratch)
     servers = {"docs": docs_server(toolchain)}
     env = {"MCP_CONNECTION_NONBLOCKING": "false"}
     with Site(corpus_pages(corpus, [DOC_1, DOC_2], toolchain.python)) as site:
         urls = [site.url + page_path(DOC_1), site.url + page_path(DOC_2)]
-        agent = PruneAgent([(PROMPT_1, urls[0]), (PROMPT_2, urls[1])])
+        agent = PruneAgent([(PROMPT_1, urls[0]), (PROMPT_2, urls[1])], PLUGIN_OMITTED if mode == "plugin" else OMITTED)
         with ScriptedAnthropic(agent) as api:
             turns = [claude.run(PROMPT_1, api.url, mcp_servers=servers, allowed_tools=[FETCH], env=env).check()]
             turns.append(claude.run(PROMPT_2, api.url, mcp_servers=servers, allowed_tools=[FETCH], env=env, continue_=True).check())
@@ -168,7 +201,7 @@ def conversation(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_pat
             requests = api.main_requests()
     originals = [e["tool_response"][0]["text"] for e in probe.events("PostToolUse")]
     return Conversation(scratch, installed, dict(zip(urls, originals)), turns, requests, agent, originals,
-                        toolprune_bin, [t.seconds for t in turns])
+                        toolprune_bin, mode, [t.seconds for t in turns])
 
 
 def fetch_results(conv: Conversation) -> list[str]:
@@ -185,12 +218,17 @@ def fetch_results(conv: Conversation) -> list[str]:
 
 def test_the_installer_registers_hooks_and_tool_and_the_tool_is_in_the_first_request(conversation: Conversation) -> None:
     settings = json.loads(conversation.scratch.user_settings.read_text())
-    assert {"UserPromptSubmit", "PreToolUse", "PostToolUse", "SessionEnd"} <= set(settings["hooks"])
-    assert OMITTED in settings["permissions"]["allow"]
-    servers = json.loads((conversation.scratch.home / ".claude.json").read_text())["mcpServers"]
-    assert servers["toolprune"]["args"] == ["mcp"]
-    assert OMITTED in [t["name"] for t in conversation.requests[0]["tools"]]
-    print(f"claude -p turns took {', '.join(f'{s:.1f} s' for s in conversation.seconds)}")
+    if conversation.mode == "settings":
+        assert {"UserPromptSubmit", "PreToolUse", "PostToolUse", "SessionEnd"} <= set(settings["hooks"])
+        assert OMITTED in settings["permissions"]["allow"]
+        servers = json.loads((conversation.scratch.home / ".claude.json").read_text())["mcpServers"]
+        assert servers["toolprune"]["args"] == ["mcp"]
+    else:
+        # Claude Code's own install: the plugin enabled, no hook of ours in the settings.
+        assert settings["enabledPlugins"] == {"toolprune@toolprune": True}
+        assert "hooks" not in settings and "permissions" not in settings
+    assert conversation.agent.omitted in [t["name"] for t in conversation.requests[0]["tools"]]
+    print(f"{conversation.mode}: claude -p turns took {', '.join(f'{s:.1f} s' for s in conversation.seconds)}")
 
 
 def test_a_the_fetch_result_is_pruned_and_its_kept_text_is_verbatim(conversation: Conversation) -> None:
@@ -233,11 +271,12 @@ def test_d_turn_one_id_never_returns_turn_two_document(conversation: Conversatio
     assert answer not in conversation.originals[1]
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(
-    toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path: Path
+    mode: str, toolchain: Toolchain, corpus: Path, toolprune_bin: str, plugin_dir: Path, tmp_path: Path
 ) -> None:
     scratch = Scratch(tmp_path)
-    install(toolprune_bin, scratch)
+    install(toolprune_bin, scratch, mode, toolchain, plugin_dir)
     probe = probe_post_tool_use(scratch)
     store = scratch.home / ".cache" / "toolprune" / "sessions"
     shutil.rmtree(store, ignore_errors=True)  # doctor made it
@@ -292,3 +331,64 @@ def test_f_stats_counts_what_the_model_did_not_receive_and_what_it_read_back(con
     assert f" {removed} " in total_row and f" {int(removed / 4 + 0.5)} " in total_row, table
     assert any(line.split()[1:3] == ["claude-code", FETCH] for line in table.splitlines()[1:]), table
     print(f"toolprune stats after the Claude Code run:\n{table}")
+
+
+def one_fetch(toolchain: Toolchain, corpus: Path, scratch: Scratch, omitted: str = OMITTED) -> tuple[PruneAgent, list[dict[str, Any]], str]:
+    """One ``claude -p`` turn fetching DOC_1 with a log-only probe on the fetch: the agent,
+    the requests the API received, and the page the MCP server returned."""
+    probe = probe_post_tool_use(scratch)
+    with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
+        agent = PruneAgent([(PROMPT_1, site.url + page_path(DOC_1))], omitted)
+        with ScriptedAnthropic(agent) as api:
+            Claude(toolchain, scratch).run(PROMPT_1, api.url, mcp_servers={"docs": docs_server(toolchain)},
+                                           allowed_tools=[FETCH], env={"MCP_CONNECTION_NONBLOCKING": "false"}).check()
+            requests = api.main_requests()
+    (original,) = [e["tool_response"][0]["text"] for e in probe.events("PostToolUse")]
+    return agent, requests, original
+
+
+def doctor(toolprune: str, scratch: Scratch) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([toolprune, "doctor", "claude-code"], cwd=scratch.project, env=toolprune_env(scratch),
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_plugin_uninstalled_by_claude_code_leaves_no_toolprune_hook(
+    toolchain: Toolchain, corpus: Path, toolprune_bin: str, plugin_dir: Path, tmp_path: Path
+) -> None:
+    scratch = Scratch(tmp_path)
+    install(toolprune_bin, scratch, "plugin", toolchain, plugin_dir)
+    claude_plugin(toolchain, scratch, "uninstall", "toolprune@toolprune")
+    settings = json.loads(scratch.user_settings.read_text())
+    assert not settings.get("enabledPlugins") and "hooks" not in settings, settings
+    assert json.loads((scratch.home / ".claude/plugins/installed_plugins.json").read_text())["plugins"] == {}
+    d = doctor(toolprune_bin, scratch)
+    assert d.returncode == 1 and "the plugin is active" not in d.stdout, d.stdout
+    agent, requests, original = one_fetch(toolchain, corpus, scratch)
+    received = [json.loads(c[0]) for c in tool_results_by_id(requests).values()]
+    assert received == [[{"type": "text", "text": original}]], "no hook changed the page"
+    assert PLUGIN_OMITTED not in [t["name"] for t in requests[0]["tools"]]
+    assert not agent.calls
+
+
+def test_installed_both_ways_a_result_is_pruned_once_and_doctor_names_the_active_one(
+    toolchain: Toolchain, corpus: Path, toolprune_bin: str, plugin_dir: Path, tmp_path: Path
+) -> None:
+    scratch = Scratch(tmp_path)
+    install(toolprune_bin, scratch, "settings")
+    claude_plugin(toolchain, scratch, "marketplace", "add", str(plugin_dir))
+    claude_plugin(toolchain, scratch, "install", "toolprune@toolprune")
+    d = doctor(toolprune_bin, scratch)
+    assert d.returncode == 0, d.stdout
+    assert "installed both ways: the settings hooks are active" in d.stdout, d.stdout
+    agent, requests, original = one_fetch(toolchain, corpus, scratch)
+    fetched = [json.loads(c[0]) for i, c in tool_results_by_id(requests).items()
+               if any(tool_names_by_id(r["messages"]).get(i) == FETCH for r in requests)]
+    (content,) = fetched
+    body = content[0]["text"]
+    assert body.count("[Omitted by relevance:") == 1 and "id=P1]" in body, body[:300]
+    verbatim_pieces(body, original)
+    report = json.loads(subprocess.run([toolprune_bin, "stats", "--json", "--tool", FETCH], env={**toolprune_env(scratch), "TZ": "UTC"},
+                                       capture_output=True, text=True, timeout=60).stdout)
+    assert report["total"]["seen"] == report["total"]["pruned"] == 1, report["total"]
+    # The settings' omitted answers (the plugin's PreToolUse stands back for it).
+    assert agent.answers and not agent.answers[0].startswith(NOT_FOUND), agent.answers

@@ -8,6 +8,14 @@ already holds the offline settings: the installer edits it in place). A log-only
 hook (gemini_probe_hook.py, mode ``none``) on the fetch's AfterTool records the page the
 MCP server returned.
 
+Each module fixture and case (e) run once per install mode (issue 23): ``settings``
+(``toolprune install gemini --user``) and ``plugin`` (``gemini extensions install
+DIR/gemini --consent`` on the folder ``toolprune plugin build`` writes, plus the one rule an
+extension cannot give itself: the user policy ``~/.gemini/policies/toolprune.toml`` allowing
+``omitted`` — Gemini CLI drops an extension's ``trust`` and its ALLOW policy rules, and
+headless runs deny a tool not allowed; ``mcp.allowed`` would do too but disables every
+server it does not name).
+
 Gemini CLI replaces a result only through an AfterTool *tail call*: toolprune's hook asks
 for ``mcp_toolprune_omitted`` with ``body: true`` and its MCP server returns the pruned
 body, which the model receives under the fetch's name and id (FACTS-gemini-cursor.md).
@@ -26,6 +34,7 @@ all equal to what the scripted API received.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import shlex
 import subprocess
@@ -51,6 +60,10 @@ DOC_2 = "rust-blog-cargo-dev-cycle-1.90.md"
 PROMPT_1 = "Why can't I index a Rust String with s[0], and what is the right way to iterate over its characters?"
 PROMPT_2 = "What did the Cargo team discuss about moving Cargo's files to XDG base directory paths? Also, what is the status of a `cargo doc --serve` command?"
 NOT_FOUND = "There is no text with id="
+MODES = ("settings", "plugin")
+#: The user policy docs/plugins.md gives (agents/gemini.rs POLICY).
+POLICY = '[[rule]]\nmcpName = "toolprune"\ntoolName = "omitted"\ndecision = "allow"\npriority = 100\n'
+
 OPEN, CLOSE = "<untrusted_context>\n", "\n</untrusted_context>"
 
 
@@ -105,30 +118,59 @@ class Agent:
         raise AssertionError(f"unexpected functionResponse {response['name']}")
 
 
-def setup_home(toolprune: str, root: Path, fetch_bin: Path) -> tuple[Path, Path, Path]:
+def gemini_extensions(exe: Path, home: Path, project: Path, *args: str) -> str:
+    """``gemini extensions ARGS`` in the scratch HOME; its stdout and stderr. ``install`` asks whether
+    to trust the extension's source folder (and exits 0 having installed nothing when not
+    answered): the test answers ``y`` as a user would."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TERM": "dumb", "GEMINI_CLI_NO_RELAUNCH": "true"}
+    p = subprocess.run([str(exe), "extensions", *args], cwd=project, env=env, capture_output=True, text=True, timeout=300,
+                       input="y\n")
+    assert p.returncode == 0, f"gemini extensions {' '.join(args)}:\n{p.stdout}\n{p.stderr}"
+    return p.stdout + p.stderr
+
+
+def setup_home(toolprune: str, root: Path, fetch_bin: Path, mode: str = "settings", plugins: Path | None = None,
+               exe: Path | None = None) -> tuple[Path, Path, Path]:
     """Scratch HOME with the offline settings and the fetch server, toolprune installed
-    into it with its installer (then ``doctor``, which also fills the component cache),
-    and a log-only probe on the fetch's AfterTool. Returns (home, project, probe log)."""
+    into it — its installer, or (``plugin``) ``gemini extensions install`` and
+    ``mcp.allowed`` — then ``doctor`` (which also fills the component cache), and a
+    log-only probe on the fetch's AfterTool. Returns (home, project, probe log)."""
     home, project = root / "home", root / "project"
     project.mkdir(parents=True)
     settings = h.base_settings()
     settings["mcpServers"] = {"fetch": h.fetch_server_config(fetch_bin)}
     path = h.write_settings(home, settings)
+    if mode == "plugin":
+        policies = home / ".gemini" / "policies"
+        policies.mkdir(parents=True)
+        (policies / "toolprune.toml").write_text(POLICY)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
-    p = subprocess.run([toolprune, "install", "gemini", "--user"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
+    if mode == "settings":
+        p = subprocess.run([toolprune, "install", "gemini", "--user"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    else:
+        assert plugins is not None and exe is not None
+        out = gemini_extensions(exe, home, project, "install", str(plugins / "gemini"), "--consent")
+        assert 'Extension "toolprune" installed successfully and enabled.' in out, out
     d = subprocess.run([toolprune, "doctor", "gemini"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert d.returncode == 0, f"doctor:\n{d.stdout}\n{d.stderr}"
     installed = json.loads(path.read_text())
-    assert installed["mcpServers"]["toolprune"]["trust"] is True
+    if mode == "settings":
+        assert installed["mcpServers"]["toolprune"]["trust"] is True
+    else:
+        assert "the plugin is active" in d.stdout, d.stdout
+        assert "toolprune" not in installed["mcpServers"] and "hooks" not in installed
     log = root / "probe.jsonl"
     probe = shlex.join([sys.executable, str(h.E2E_DIR / "gemini_probe_hook.py"), "--log", str(log), "--mode", "none"])
-    installed["hooks"]["AfterTool"].append({"matcher": f"^{FETCH}$", "hooks": [{"type": "command", "command": probe, "name": "probe"}]})
+    installed.setdefault("hooks", {}).setdefault("AfterTool", []).append(
+        {"matcher": f"^{FETCH}$", "hooks": [{"type": "command", "command": probe, "name": "probe"}]})
     path.write_text(json.dumps(installed, indent=2))
     return home, project, log
 
 
 def originals(log: Path) -> list[str]:
+    if not log.exists():
+        return []
     events = [json.loads(line)["stdin"] for line in log.read_text().splitlines() if line.strip()]
     return [unwrap(e["tool_response"]["llmContent"][0]["text"]) for e in events
             if e.get("hook_event_name") == "AfterTool" and e.get("tool_name") == FETCH and not e.get("original_request_name")]
@@ -144,13 +186,16 @@ class Run:
     seconds: list[float]
     home: Path
     toolprune: str
+    mode: str = "settings"
 
 
-@pytest.fixture(scope="module")
-def resumed(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Run:
+@pytest.fixture(scope="module", params=MODES)
+def resumed(request: pytest.FixtureRequest, toolchain: Toolchain, corpus: Path, toolprune_bin: str, plugin_dir: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Run:
+    mode = request.param
     exe, fetch_bin = h.ensure_gemini_cli(), h.ensure_fetch_venv()
-    root = tmp_path_factory.mktemp("toolprune-gemini")
-    home, project, log = setup_home(toolprune_bin, root, fetch_bin)
+    root = tmp_path_factory.mktemp(f"toolprune-gemini-{mode}")
+    home, project, log = setup_home(toolprune_bin, root, fetch_bin, mode, plugin_dir, exe)
     session = str(uuid.uuid4())
     generations, codes, errs, seconds = [], [], [], []
     with Site(corpus_pages(corpus, [DOC_1, DOC_2], toolchain.python)) as site:
@@ -164,7 +209,7 @@ def resumed(toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path_fac
                 codes.append(run.returncode)
                 errs.append(run.stderr)
                 generations.append(model.generation_calls()[before:])
-    return Run(agent, originals(log), generations, codes, errs, seconds, home, toolprune_bin)
+    return Run(agent, originals(log), generations, codes, errs, seconds, home, toolprune_bin, mode)
 
 
 def test_both_runs_succeed_with_toolprune_installed(resumed: Run) -> None:
@@ -173,7 +218,7 @@ def test_both_runs_succeed_with_toolprune_installed(resumed: Run) -> None:
         assert "Hook" not in err and "hook" not in err, err
     declared = [d["name"] for t in resumed.generations[0][0].body["tools"] for d in t.get("functionDeclarations", [])]
     assert OMITTED in declared
-    print(f"gemini -p runs took {', '.join(f'{s:.1f} s' for s in resumed.seconds)}")
+    print(f"{resumed.mode}: gemini -p runs took {', '.join(f'{s:.1f} s' for s in resumed.seconds)}")
 
 
 def test_a_the_fetch_result_is_pruned_and_its_kept_text_is_verbatim(resumed: Run) -> None:
@@ -215,9 +260,11 @@ def test_d_turn_one_id_never_returns_turn_two_document(resumed: Run) -> None:
     assert answer.startswith(f"{NOT_FOUND}{agent.omissions[0].id} here"), answer
 
 
-def test_e_an_unusable_store_passes_the_page_unchanged(corpus: Path, toolchain: Toolchain, toolprune_bin: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_e_an_unusable_store_passes_the_page_unchanged(mode: str, corpus: Path, toolchain: Toolchain, toolprune_bin: str,
+                                                       plugin_dir: Path, tmp_path: Path) -> None:
     exe, fetch_bin = h.ensure_gemini_cli(), h.ensure_fetch_venv()
-    home, project, log = setup_home(toolprune_bin, tmp_path, fetch_bin)
+    home, project, log = setup_home(toolprune_bin, tmp_path, fetch_bin, mode, plugin_dir, exe)
     store = home / ".cache" / "toolprune" / "sessions"
     shutil.rmtree(store, ignore_errors=True)  # doctor made it
     store.parent.mkdir(parents=True, exist_ok=True)
@@ -262,3 +309,27 @@ def test_f_stats_counts_what_the_model_did_not_receive_and_what_it_read_back(res
     assert f" {removed} " in total_row and f" {int(removed / 4 + 0.5)} " in total_row, table
     assert any(line.split()[1:3] == ["gemini", FETCH] for line in table.splitlines()[1:]), table
     print(f"toolprune stats after the Gemini CLI run:\n{table}")
+
+
+def test_the_extension_uninstalled_by_gemini_cli_leaves_no_toolprune_hook(
+    corpus: Path, toolchain: Toolchain, toolprune_bin: str, plugin_dir: Path, tmp_path: Path
+) -> None:
+    exe, fetch_bin = h.ensure_gemini_cli(), h.ensure_fetch_venv()
+    home, project, log = setup_home(toolprune_bin, tmp_path, fetch_bin, "plugin", plugin_dir, exe)
+    gemini_extensions(exe, home, project, "uninstall", "toolprune")
+    assert not (home / ".gemini" / "extensions" / "toolprune").exists()
+    settings = json.loads((home / ".gemini" / "settings.json").read_text())
+    assert [g["hooks"][0]["name"] for g in settings["hooks"]["AfterTool"]] == ["probe"], "only the test's probe"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    d = subprocess.run([toolprune_bin, "doctor", "gemini"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert d.returncode == 1 and "the plugin is active" not in d.stdout, d.stdout
+    with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
+        agent = Agent([(PROMPT_1, site.url + page_path(DOC_1))])
+        with ScriptedGemini(agent) as model:
+            run = h.run_gemini(exe, PROMPT_1, home=home, cwd=project, base_url=model.url)
+            declared = [d["name"] for t in model.generation_calls()[0].body["tools"] for d in t.get("functionDeclarations", [])]
+    assert run.returncode == 0, run.stderr
+    assert "Answered from the whole page." in run.stdout
+    (original,) = originals(log)
+    assert [unwrap(o) for o in agent.fetched] == [original], "no hook changed the page"
+    assert OMITTED not in declared

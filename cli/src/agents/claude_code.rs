@@ -23,14 +23,25 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{hook_command, hook_edits, Adapter, HookEntry};
+use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, joined_text, replace_text, tool_names, Answer, Hook, Pass};
 use crate::install::{matcher, Edit, FilePlan, Paths, Scope, SERVER_NAME};
 
-/// Claude Code's name of toolprune's tool (`mcp__<server>__<tool>`).
+/// Claude Code's name of toolprune's tool (`mcp__<server>__<tool>`) from
+/// the settings' server.
 pub fn omitted_tool() -> String {
     format!("mcp__{SERVER_NAME}__omitted")
 }
+
+/// The plugin's server is keyed `plugin:<plugin>:<server>`, its tools named
+/// `mcp__plugin_<plugin>_<server>__<tool>` (Claude Code 2.1.332).
+pub fn plugin_omitted_tool() -> String {
+    format!("mcp__plugin_{PLUGIN_NAME}_{SERVER_NAME}__omitted")
+}
+
+/// `${CLAUDE_PLUGIN_ROOT}`: Claude Code puts the installed plugin's folder
+/// there in hook commands and MCP server entries.
+const ROOT: &str = "${CLAUDE_PLUGIN_ROOT}";
 
 /// The Claude Code adapter.
 pub struct ClaudeCode;
@@ -60,11 +71,18 @@ impl Adapter for ClaudeCode {
         }
     }
 
+    fn omitted_tool(&self, via: Via) -> String {
+        match via {
+            Via::Settings => omitted_tool(),
+            Via::Plugin => plugin_omitted_tool(),
+        }
+    }
+
     /// Timeouts in seconds (the prompt and pre-tool hooks: Claude Code's default).
-    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry> {
+    fn hooks(&self, prunable: &[String], via: Via) -> Vec<HookEntry> {
         vec![
             HookEntry { event: "UserPromptSubmit", matcher: None, timeout: None },
-            HookEntry { event: "PreToolUse", matcher: Some(omitted_tool()), timeout: None },
+            HookEntry { event: "PreToolUse", matcher: Some(self.omitted_tool(via)), timeout: None },
             HookEntry { event: "PostToolUse", matcher: Some(matcher(prunable, &[])), timeout: Some(30) },
             HookEntry { event: "SessionEnd", matcher: None, timeout: Some(10) },
         ]
@@ -104,6 +122,39 @@ impl Adapter for ClaudeCode {
             Scope::User => (paths.home.join(".claude.json"), "mcpServers"),
             Scope::Project => (paths.project.join(".mcp.json"), "mcpServers"),
         }
+    }
+
+    /// `.claude-plugin/plugin.json`, `hooks/hooks.json` and `.mcp.json` (the
+    /// files Claude Code finds by default). No `permissions.allow`: a plugin
+    /// cannot grant a tool; the `PreToolUse` answer allows each `omitted` call.
+    fn plugin(&self, version: &str, prunable: &[String]) -> Option<Plugin> {
+        let manifest = json!({
+            "name": PLUGIN_NAME,
+            "version": version,
+            "description": PLUGIN_DESCRIPTION,
+            "author": {"name": "toolprune"},
+            "license": "MIT OR Apache-2.0",
+            "keywords": ["mcp", "context", "tool-results", "pruning"],
+        });
+        let hooks = self.hooks_file(&self.hooks(prunable, Via::Plugin), &plugin_command(self, ROOT));
+        let mcp = json!({"mcpServers": {SERVER_NAME: self.mcp_server(&plugin_program(ROOT))}});
+        Some(Plugin { dir: "claude-code", files: vec![(".claude-plugin/plugin.json", manifest), ("hooks/hooks.json", hooks), (".mcp.json", mcp)] })
+    }
+
+    /// `toolprune@…` in `~/.claude/plugins/installed_plugins.json` (user
+    /// scope, its `installPath`) and enabled in `~/.claude/settings.json`
+    /// (`enabledPlugins`), as `claude plugin install` leaves them.
+    fn installed_plugin(&self, paths: &Paths) -> Option<PathBuf> {
+        let read = |p: PathBuf| std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        let installed = read(paths.home.join(".claude/plugins/installed_plugins.json"))?;
+        let settings = read(paths.home.join(".claude/settings.json")).unwrap_or(Value::Null);
+        let plugins = installed.get("plugins")?.as_object()?;
+        plugins.iter().filter(|(id, _)| id.split('@').next() == Some(PLUGIN_NAME)).find_map(|(id, entries)| {
+            if settings["enabledPlugins"][id.as_str()] != Value::Bool(true) {
+                return None;
+            }
+            entries.as_array()?.iter().filter(|e| e["scope"] == "user").find_map(|e| e["installPath"].as_str()).map(PathBuf::from).filter(|p| p.is_dir())
+        })
     }
 }
 

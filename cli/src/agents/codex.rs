@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use super::{hook_command, hook_edits, Adapter, HookEntry};
+use super::{hook_command, hook_edits, plugin_command, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, joined_text, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{matcher, Check, Edit, FilePlan, Paths, Scope, Staged};
 
@@ -89,10 +89,10 @@ impl Adapter for Codex {
     }
 
     /// Timeouts in seconds.
-    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry> {
+    fn hooks(&self, prunable: &[String], via: Via) -> Vec<HookEntry> {
         vec![
             HookEntry { event: "UserPromptSubmit", matcher: None, timeout: Some(10) },
-            HookEntry { event: "PreToolUse", matcher: Some(format!("^{}$", omitted_tool())), timeout: Some(10) },
+            HookEntry { event: "PreToolUse", matcher: Some(format!("^{}$", self.omitted_tool(via))), timeout: Some(10) },
             HookEntry { event: "PostToolUse", matcher: Some(matcher(prunable, &[])), timeout: Some(30) },
             HookEntry { event: "SessionEnd", matcher: None, timeout: Some(SESSION_END_TIMEOUT) },
         ]
@@ -137,6 +137,26 @@ impl Adapter for Codex {
 
     fn mcp_file(&self, _scope: Scope, paths: &Paths) -> (PathBuf, &'static str) {
         (config_file(paths), "mcp_servers")
+    }
+
+    /// `.codex-plugin/plugin.json` naming `./hooks/hooks.json` (the shape
+    /// of `$CODEX_HOME/hooks.json`) and `./.mcp.json`. Codex runs a hook
+    /// through the shell with `PLUGIN_ROOT` set; a plugin's stdio server
+    /// must be a bare name or a `./` path inside the plugin (Codex CLI
+    /// 0.171.0), so the server is `./bin/toolprune mcp`.
+    fn plugin(&self, version: &str, prunable: &[String]) -> Option<Plugin> {
+        let manifest = json!({
+            "name": PLUGIN_NAME,
+            "version": version,
+            "description": PLUGIN_DESCRIPTION,
+            "author": {"name": "toolprune"},
+            "license": "MIT OR Apache-2.0",
+            "hooks": "./hooks/hooks.json",
+            "mcpServers": "./.mcp.json",
+        });
+        let hooks = self.hooks_file(&self.hooks(prunable, Via::Plugin), &plugin_command(self, "${PLUGIN_ROOT}"));
+        let mcp = json!({"mcpServers": {SERVER_NAME: self.mcp_server("./bin/toolprune")}});
+        Some(Plugin { dir: "codex", files: vec![(".codex-plugin/plugin.json", manifest), ("hooks/hooks.json", hooks), (".mcp.json", mcp)] })
     }
 
     /// Every toolprune hook in `hooks.json` is trusted (its record in the

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{hook_command, hook_edits, Adapter, HookEntry};
+use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, joined_text, replace_text, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{Edit, FilePlan, Paths, Scope};
 
@@ -67,7 +67,7 @@ impl Adapter for Cursor {
     }
 
     /// Timeouts in seconds; `postToolUse` has no matcher (the hook decides).
-    fn hooks(&self, _prunable: &[String]) -> Vec<HookEntry> {
+    fn hooks(&self, _prunable: &[String], _via: Via) -> Vec<HookEntry> {
         vec![
             HookEntry { event: "beforeSubmitPrompt", matcher: None, timeout: Some(10) },
             HookEntry { event: "postToolUse", matcher: None, timeout: Some(30) },
@@ -117,6 +117,26 @@ impl Adapter for Cursor {
             Scope::Project => &paths.project,
         };
         (base.join(".cursor").join("mcp.json"), "mcpServers")
+    }
+
+    /// `.cursor-plugin/plugin.json`, `hooks/hooks.json` (version 1) and
+    /// `mcp.json`, with `${CURSOR_PLUGIN_ROOT}` (cursor.com/docs/reference/plugins;
+    /// from the documentation only).
+    fn plugin(&self, version: &str, prunable: &[String]) -> Option<Plugin> {
+        let root = "${CURSOR_PLUGIN_ROOT}";
+        let manifest = json!({
+            "name": PLUGIN_NAME,
+            "displayName": "toolprune",
+            "version": version,
+            "description": PLUGIN_DESCRIPTION,
+            "author": {"name": "toolprune"},
+            "license": "MIT OR Apache-2.0",
+            "hooks": "./hooks/hooks.json",
+            "mcpServers": "./mcp.json",
+        });
+        let hooks = self.hooks_file(&self.hooks(prunable, Via::Plugin), &plugin_command(self, root));
+        let mcp = json!({"mcpServers": {SERVER_NAME: self.mcp_server(&plugin_program(root))}});
+        Some(Plugin { dir: "cursor", files: vec![(".cursor-plugin/plugin.json", manifest), ("hooks/hooks.json", hooks), ("mcp.json", mcp)] })
     }
 }
 

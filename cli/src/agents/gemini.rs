@@ -33,9 +33,13 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{hook_command, hook_edits, Adapter, HookEntry};
+use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, tool_names, Answer, Hook, Pass, SERVER_NAME};
-use crate::install::{matcher, Edit, FilePlan, Paths, Scope};
+use crate::install::{matcher, Check, Edit, FilePlan, Paths, Scope};
+
+/// `${extensionPath}`: Gemini CLI puts the extension's folder there in its
+/// hooks file and its manifest's MCP servers.
+const ROOT: &str = "${extensionPath}";
 
 const OPEN: &str = "<untrusted_context>\n";
 const CLOSE: &str = "\n</untrusted_context>";
@@ -73,10 +77,14 @@ impl Adapter for Gemini {
 
     /// Timeouts in milliseconds. `AfterTool` also answers the model's own
     /// `omitted` calls (a tail call adding the session).
-    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry> {
+    fn omitted_tool(&self, _via: Via) -> String {
+        omitted_tool()
+    }
+
+    fn hooks(&self, prunable: &[String], via: Via) -> Vec<HookEntry> {
         vec![
             HookEntry { event: "BeforeAgent", matcher: None, timeout: Some(10_000) },
-            HookEntry { event: "AfterTool", matcher: Some(matcher(prunable, &[omitted_tool()])), timeout: Some(30_000) },
+            HookEntry { event: "AfterTool", matcher: Some(matcher(prunable, &[self.omitted_tool(via)])), timeout: Some(30_000) },
             HookEntry { event: "SessionEnd", matcher: None, timeout: Some(10_000) },
         ]
     }
@@ -110,6 +118,116 @@ impl Adapter for Gemini {
         };
         (base.join(".gemini").join("settings.json"), "mcpServers")
     }
+
+    /// `gemini-extension.json` (the `omitted` server; an extension cannot
+    /// trust its server: Gemini CLI drops `trust` from it) and `hooks/hooks.json`.
+    fn plugin(&self, version: &str, prunable: &[String]) -> Option<Plugin> {
+        let mut server = self.mcp_server(&plugin_program(ROOT));
+        if let Some(entry) = server.as_object_mut() {
+            entry.remove("trust");
+        }
+        let manifest = json!({
+            "name": PLUGIN_NAME,
+            "version": version,
+            "description": PLUGIN_DESCRIPTION,
+            "mcpServers": {SERVER_NAME: server},
+        });
+        let hooks = self.hooks_file(&self.hooks(prunable, Via::Plugin), &plugin_command(self, ROOT));
+        Some(Plugin { dir: "gemini", files: vec![("gemini-extension.json", manifest), ("hooks/hooks.json", hooks)] })
+    }
+
+    /// `~/.gemini/extensions/toolprune/` with its manifest (`gemini
+    /// extensions install|link`; a link is followed) and not disabled for
+    /// the user in `extension-enablement.json`.
+    fn installed_plugin(&self, paths: &Paths) -> Option<PathBuf> {
+        let extensions = paths.home.join(".gemini/extensions");
+        let mut dir = extensions.join(PLUGIN_NAME);
+        if let Some(target) = std::fs::read_to_string(dir.join(".gemini-extension-install.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .filter(|m| m["type"] == "link")
+            .and_then(|m| m["source"].as_str().map(PathBuf::from))
+        {
+            dir = target;
+        }
+        if !dir.join("gemini-extension.json").is_file() {
+            return None;
+        }
+        // `extension-enablement.json`: `{"toolprune": {"overrides": ["/home/me/*"]}}`
+        // as `install` leaves it; `disable` writes `!`-rules.
+        let enablement = std::fs::read_to_string(extensions.join("extension-enablement.json")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        let rules: Vec<&str> = enablement.as_ref().and_then(|e| e[PLUGIN_NAME]["overrides"].as_array()).map(|o| o.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let disabled = !rules.is_empty() && rules.iter().all(|rule| rule.starts_with('!'));
+        (!disabled).then_some(dir)
+    }
+
+    /// The extension's `omitted` runs only when the user allows it.
+    fn plugin_checks(&self, paths: &Paths) -> Vec<Check> {
+        let policy = paths.home.join(".gemini/policies").join(POLICY_FILE);
+        if omitted_allowed(&paths.home, Some(&paths.project)) {
+            vec![Check { ok: true, what: "Gemini CLI may run the extension's omitted tool (a user policy or the settings allow it)".into() }]
+        } else {
+            vec![Check {
+                ok: false,
+                what: format!(
+                    "Gemini CLI runs no tool of an extension's MCP server unasked (headless: never) and ignores an extension's own allow rules: \
+                     write {} with\n{POLICY}(until then the extension passes every result unchanged)",
+                    policy.display()
+                ),
+            }]
+        }
+    }
+}
+
+/// The user policy file docs/plugins.md and `doctor` name.
+pub const POLICY_FILE: &str = "toolprune.toml";
+
+/// The user policy that lets Gemini CLI run the extension's `omitted` (a
+/// read of text the user's own tool returned: it changes nothing).
+pub const POLICY: &str = "[[rule]]\nmcpName = \"toolprune\"\ntoolName = \"omitted\"\ndecision = \"allow\"\npriority = 100\n";
+
+/// Whether Gemini CLI will run toolprune's server's `omitted` without
+/// asking: a user policy (`~/.gemini/policies/*.toml`) allows it, or a
+/// settings file (user, or the project's) names the server in
+/// `mcp.allowed` or trusts it (`mcpServers.toolprune.trust`).
+fn omitted_allowed(home: &std::path::Path, project: Option<&std::path::Path>) -> bool {
+    let mut files = vec![home.join(".gemini/settings.json")];
+    files.extend(project.map(|p| p.join(".gemini/settings.json")));
+    files.iter().any(|f| settings_allow(f)) || policies_allow(&home.join(".gemini/policies"))
+}
+
+/// A policy folder holds an `allow` rule for `omitted` of server `toolprune`
+/// (`mcpName` + `toolName` `omitted` or `*`, or `toolName` `mcp_toolprune_omitted` / `mcp_toolprune_*`).
+fn policies_allow(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "toml")).any(|e| {
+        let Some(value) = std::fs::read_to_string(e.path()).ok().and_then(|t| crate::install::toml_value(&t)) else { return false };
+        value["rule"].as_array().is_some_and(|rules| {
+            rules.iter().any(|r| {
+                let names: Vec<&str> = match &r["toolName"] {
+                    Value::String(s) => vec![s.as_str()],
+                    Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                    _ => vec![],
+                };
+                let ours = match r["mcpName"].as_str() {
+                    Some(m) => (m == SERVER_NAME || m == "*") && names.iter().any(|n| *n == "omitted" || *n == "*"),
+                    None => names.iter().any(|n| *n == omitted_tool() || *n == format!("mcp_{SERVER_NAME}_*")),
+                };
+                ours && r["decision"] == "allow" && r.get("argsPattern").is_none() && r.get("modes").is_none()
+            })
+        })
+    })
+}
+
+/// Whether the settings file `path` (JSON with comments) lets Gemini CLI run
+/// toolprune's server's tools without asking: `mcp.allowed` names it (or
+/// `*`), or `mcpServers.toolprune.trust` is true.
+fn settings_allow(path: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
+    let Some(value) = root.value().and_then(|v| v.to_serde_value()) else { return false };
+    let allowed = value["mcp"]["allowed"].as_array().is_some_and(|a| a.iter().any(|n| n == SERVER_NAME || n == "*"));
+    allowed || value["mcpServers"][SERVER_NAME]["trust"] == Value::Bool(true)
 }
 
 /// The text the tool returned, from one `llmContent` part: the CLI wraps an
@@ -148,6 +266,15 @@ fn result_text(response: &Value) -> Result<String, Pass> {
 /// Whether `mcpServers.toolprune` is in `~/.gemini/settings.json` or the
 /// project's `.gemini/settings.json` (JSON with comments).
 fn server_registered(hook: &Hook<'_>) -> bool {
+    settings_files(hook).iter().any(|path| {
+        let Ok(text) = std::fs::read_to_string(path) else { return false };
+        let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
+        root.object_value().and_then(|o| o.object_value("mcpServers")).and_then(|m| m.get(SERVER_NAME)).is_some()
+    })
+}
+
+/// `~/.gemini/settings.json` and the project's `.gemini/settings.json` (the event's `cwd`).
+fn settings_files(hook: &Hook<'_>) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     if let Some(home) = (hook.cx.env)("HOME").filter(|h| !h.is_empty()) {
         files.push(std::path::Path::new(&home).join(".gemini").join("settings.json"));
@@ -155,11 +282,7 @@ fn server_registered(hook: &Hook<'_>) -> bool {
     if let Some(cwd) = hook.str("cwd") {
         files.push(std::path::Path::new(cwd).join(".gemini").join("settings.json"));
     }
-    files.iter().any(|path| {
-        let Ok(text) = std::fs::read_to_string(path) else { return false };
-        let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
-        root.object_value().and_then(|o| o.object_value("mcpServers")).and_then(|m| m.get(SERVER_NAME)).is_some()
-    })
+    files
 }
 
 fn tail_call(tool: &str, args: Map<String, Value>) -> Value {
@@ -201,8 +324,14 @@ fn after_tool(hook: &Hook<'_>) -> Answer {
         return Ok(Some(tail_call(tool, args)));
     }
     let text = result_text(&hook.event["tool_response"])?;
-    if !server_registered(hook) {
-        return Err(Pass::new("no_omitted_server"));
+    // A tail call to a tool Gemini CLI will not run would lose the result:
+    // the settings' server must be registered, the extension's allowed.
+    let usable = match hook.via {
+        Via::Settings => server_registered(hook),
+        Via::Plugin => (hook.cx.env)("HOME").filter(|h| !h.is_empty()).is_some_and(|home| omitted_allowed(std::path::Path::new(&home), hook.str("cwd").map(std::path::Path::new))),
+    };
+    if !usable {
+        return Err(Pass::new(if hook.via == Via::Plugin { "omitted_not_allowed" } else { "no_omitted_server" }));
     }
     let pruned = hook.prune(&names(hook, tool), text, &|| None)?;
     pruned.session.put_body(&pruned.id, &pruned.body).map_err(|_| Pass::new("store"))?;

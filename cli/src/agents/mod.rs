@@ -29,12 +29,14 @@ pub mod claude_code;
 pub mod codex;
 pub mod cursor;
 pub mod gemini;
+pub mod plugin;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
+pub use crate::hook::Via;
 use crate::hook::{Answer, Context, Hook};
 use crate::install::{self, Check, Edit, FilePlan, Paths, Report, Scope, Staged};
 
@@ -118,9 +120,15 @@ pub trait Adapter: Sync {
 
     // -- settings ------------------------------------------------------------
 
-    /// The hook entries toolprune registers, for the configuration's
-    /// prunable-tool globs `prunable` (the post-tool matcher).
-    fn hooks(&self, prunable: &[String]) -> Vec<HookEntry>;
+    /// The name the agent gives toolprune's `omitted` tool when its server
+    /// was registered `via` settings or a plugin (default: the same name).
+    fn omitted_tool(&self, _via: Via) -> String {
+        format!("mcp__{}__omitted", install::SERVER_NAME)
+    }
+
+    /// The hook entries toolprune registers `via` settings or a plugin, for
+    /// the prunable-tool globs `prunable` (the post-tool matcher).
+    fn hooks(&self, prunable: &[String], via: Via) -> Vec<HookEntry>;
 
     /// One entry as the agent's hooks file holds it (the element appended
     /// to `hooks.<event>`), running `command` (`toolprune hook AGENT`, or a
@@ -162,6 +170,98 @@ pub trait Adapter: Sync {
     fn checks(&self, _scope: Scope, _paths: &Paths, _prunable: &[String]) -> Vec<Check> {
         Vec::new()
     }
+
+    // -- the plugin ----------------------------------------------------------
+
+    /// The agent's plugin (extension) of toolprune `version` for the
+    /// prunable-tool globs `prunable`, as its manifest files (none: the agent
+    /// has no plugin format). Built from [`Adapter::hooks_file`] and
+    /// [`Adapter::mcp_server`] with [`plugin_command`] / [`plugin_program`],
+    /// so it holds the same entries `install` writes ([`plugin::build`]
+    /// writes it, with the binary, into a marketplace folder).
+    fn plugin(&self, _version: &str, _prunable: &[String]) -> Option<Plugin> {
+        None
+    }
+
+    /// The folder of the toolprune plugin the agent has installed and
+    /// enabled for the user (none: not installed, or unknown for this agent).
+    fn installed_plugin(&self, _paths: &Paths) -> Option<PathBuf> {
+        None
+    }
+
+    /// What the installed plugin needs beyond itself (Gemini CLI: its
+    /// `omitted` tool allowed in the settings).
+    fn plugin_checks(&self, _paths: &Paths) -> Vec<Check> {
+        Vec::new()
+    }
+}
+
+/// One agent's plugin: the folder it gets in the marketplace (`dir`) and
+/// its manifest files (path inside the folder → JSON). [`plugin::build`]
+/// adds `bin/toolprune`, the licences and a README.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plugin {
+    pub dir: &'static str,
+    pub files: Vec<(&'static str, Value)>,
+}
+
+/// The plugin's name in every agent (Claude Code: `toolprune@toolprune`).
+pub const PLUGIN_NAME: &str = "toolprune";
+
+/// One line on what the plugin does (every manifest's `description`).
+pub const PLUGIN_DESCRIPTION: &str =
+    "Drops the paragraphs of a tool result that do not help answer the request; the model reads them back with the omitted tool.";
+
+/// The plugin's program: `ROOT/bin/toolprune`, `root` being the agent's
+/// variable for the plugin's folder (`${CLAUDE_PLUGIN_ROOT}`, `${extensionPath}`, …).
+pub fn plugin_program(root: &str) -> String {
+    format!("{root}/bin/toolprune")
+}
+
+/// A plugin's hook command: `"ROOT/bin/toolprune" hook LABEL --plugin`
+/// (`--plugin`: the hook stands back when the settings hooks are installed
+/// too, so a result is pruned once).
+pub fn plugin_command(adapter: &dyn Adapter, root: &str) -> String {
+    format!("\"{}\" hook {} --plugin", plugin_program(root), adapter.label())
+}
+
+/// Whether toolprune's settings hooks for `adapter` are in the user's or
+/// the project's (`project`) settings: then a plugin's hook passes.
+pub fn settings_hooks_installed(adapter: &dyn Adapter, paths: &Paths) -> bool {
+    [Scope::User, Scope::Project]
+        .into_iter()
+        .filter_map(|scope| adapter.plan(scope, paths, &[]).ok())
+        .any(|plans| install::has_hooks(adapter.label(), &plans))
+}
+
+/// The paths a running hook sees: `HOME`, the event's `cwd` (else the
+/// process's), `CODEX_HOME`; none without `HOME`.
+fn hook_paths(event: &Value, env: &dyn Fn(&str) -> Option<String>) -> Option<Paths> {
+    let home = PathBuf::from(env("HOME").filter(|h| !h.is_empty())?);
+    let project = event.get("cwd").and_then(Value::as_str).map(PathBuf::from).or_else(|| std::env::current_dir().ok())?;
+    let codex_home = env("CODEX_HOME").filter(|d| !d.is_empty()).map(PathBuf::from).unwrap_or_else(|| home.join(".codex"));
+    Some(Paths { config_dir: home.join(".config/toolprune"), binary: PathBuf::from("toolprune"), home, project, codex_home })
+}
+
+/// Whether a plugin's hook stands back on `event`: toolprune's settings
+/// hooks are installed too (they prune; the plugin's would prune the same
+/// result again). A call of the plugin's own `omitted` tool, when the agent
+/// names it apart from the settings' one, is still the plugin's to answer.
+///
+/// It also stands back, always, when GitHub Copilot CLI runs it (Copilot CLI
+/// installs the Claude Code plugin from the same marketplace and sets
+/// `COPILOT_PLUGIN_ROOT` for plugin hooks; its shell hooks cannot replace a
+/// tool's output, so pruning there would only store results the model
+/// never sees): the plugin is inert in Copilot CLI (docs/plugins.md).
+fn plugin_stands_back(adapter: &dyn Adapter, event: &Value, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    if env("COPILOT_PLUGIN_ROOT").is_some() {
+        return true;
+    }
+    let own = adapter.omitted_tool(Via::Plugin);
+    if own != adapter.omitted_tool(Via::Settings) && event.get("tool_name").and_then(Value::as_str) == Some(own.as_str()) {
+        return false;
+    }
+    hook_paths(event, env).is_some_and(|paths| settings_hooks_installed(adapter, &paths))
 }
 
 /// `toolprune hook AGENT`'s command line for `program`: `PROGRAM hook LABEL`.
@@ -172,21 +272,28 @@ pub fn hook_command(adapter: &dyn Adapter, program: &Path) -> String {
 /// The edits that register `adapter`'s hooks (`hooks.<event> +=` each
 /// element) running `command`.
 pub fn hook_edits(adapter: &dyn Adapter, prunable: &[String], command: &str) -> Vec<Edit> {
-    adapter.hooks(prunable).iter().map(|entry| Edit::append(&["hooks", entry.event], adapter.hook_element(entry, command))).collect()
+    adapter.hooks(prunable, Via::Settings).iter().map(|entry| Edit::append(&["hooks", entry.event], adapter.hook_element(entry, command))).collect()
 }
 
-/// Answers one hook event for `agent`: `input` is the agent's stdin, the
-/// result is exactly what to print on stdout (possibly empty). Never panics,
-/// never fails: any error, a missing component, a trap or a panic is the
-/// agent's "no change" ([`Adapter::pass`]).
-pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>) -> String {
+/// Answers one hook event for `agent`, registered `via` settings or a
+/// plugin: `input` is the agent's stdin, the result is exactly what to print
+/// on stdout (possibly empty). Never panics, never fails: any error, a
+/// missing component, a trap or a panic is the agent's "no change"
+/// ([`Adapter::pass`]). A plugin's hook also answers "no change" when the
+/// settings hooks are installed too ([`settings_hooks_installed`]): a
+/// result is pruned once, by the settings' hook.
+pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>, via: Via) -> String {
     let adapter = agent.adapter();
     let event: Option<Value> = serde_json::from_slice(input).ok();
     let name = event.as_ref().and_then(|e| e.get("hook_event_name")).and_then(Value::as_str).map(str::to_string);
     let pass = adapter.pass(name.as_deref());
     let Some(event) = event.filter(Value::is_object) else { return pass.to_string() };
     let handled = catch_unwind(AssertUnwindSafe(|| {
-        let hook = Hook::new(adapter.label(), adapter.conversation(&event), cx, &event);
+        if via == Via::Plugin && plugin_stands_back(adapter, &event, cx.env) {
+            return Ok(None);
+        }
+        let mut hook = Hook::new(adapter.label(), adapter.conversation(&event), cx, &event);
+        hook.via = via;
         let answer = adapter.handle(&hook);
         hook.finish(&answer);
         answer.map(|a| a.map(|a| adapter.render(&a)))
@@ -197,10 +304,11 @@ pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>) -> String {
     }
 }
 
-/// `toolprune hook AGENT` as a process (stdin → [`run`] → stdout, exit 0;
-/// an oversized event is drained and answered "no change": `crate::hook::serve`).
-pub fn main(agent: Agent) -> std::process::ExitCode {
-    crate::hook::serve(agent.adapter().pass(None), |input| run(agent, input, &Context::process()))
+/// `toolprune hook AGENT [--plugin]` as a process (stdin → [`run`] →
+/// stdout, exit 0; an oversized event is drained and answered "no change":
+/// `crate::hook::serve`).
+pub fn main(agent: Agent, via: Via) -> std::process::ExitCode {
+    crate::hook::serve(agent.adapter().pass(None), |input| run(agent, input, &Context::process(), via))
 }
 
 /// `toolprune install AGENT`: the adapter's plan through the installer
@@ -232,18 +340,41 @@ pub fn unwrap(agent: Agent, scope: Scope, paths: &Paths, name: &str, dry_run: bo
     install::unwrap((&file, servers), paths, name, dry_run)
 }
 
-/// `toolprune doctor AGENT`: `install::doctor` with the adapter's plan and checks.
+/// `toolprune doctor AGENT`: `install::doctor` with the adapter's plan and
+/// checks, and its installed plugin's ([`Adapter::installed_plugin`]): the
+/// plugin alone is checked as a plugin; installed both ways, the report says
+/// so and names the active one (the settings hooks: the plugin's stand back).
 pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> (String, bool) {
     let adapter = agent.adapter();
+    let plugin = adapter.installed_plugin(paths);
     let settings = |prunable: &[String]| -> Vec<Check> {
-        match adapter.plan(scope, paths, prunable) {
+        let settings_checks = || match adapter.plan(scope, paths, prunable) {
             Ok(plans) => {
                 let mut checks = install::check_settings(adapter.label(), &plans);
                 checks.extend(adapter.checks(scope, paths, prunable));
                 checks
             }
             Err(e) => vec![Check { ok: false, what: e }],
+        };
+        let Some(dir) = &plugin else { return settings_checks() };
+        let mut checks = plugin::check_installed(adapter, dir, prunable);
+        checks.extend(adapter.plugin_checks(paths));
+        if settings_hooks_installed(adapter, paths) {
+            checks.push(Check {
+                ok: true,
+                what: format!(
+                    "installed both ways: the settings hooks are active, the plugin's ({}) stand back, so a result is pruned once; \
+                     keep one (`toolprune uninstall {}`, or remove the plugin with {}'s own command)",
+                    dir.display(),
+                    adapter.label(),
+                    adapter.name()
+                ),
+            });
+            checks.extend(settings_checks());
+        } else {
+            checks.push(Check { ok: true, what: format!("the plugin is active ({}); no settings hooks", dir.display()) });
         }
+        checks
     };
     install::doctor(adapter.label(), scope, &settings, env)
 }
@@ -261,12 +392,32 @@ mod tests {
     /// Runs the prompt and the fetch of one session with `load`; returns the fetch's answer.
     fn fetch_with(agent: Agent, load: &dyn Fn() -> Result<Pruner, String>) -> String {
         let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store").to_string_lossy().into_owned();
-        let env = move |name: &str| (name == "TOOLPRUNE_STORE_DIR").then(|| store.clone());
+        fetch_in(agent, load, dir.path(), Via::Settings)
+    }
+
+    /// The same with `root/home` as `HOME` and `root/project` as the events'
+    /// `cwd`, the hooks registered `via` settings or a plugin.
+    fn fetch_in(agent: Agent, load: &dyn Fn() -> Result<Pruner, String>, root: &Path, via: Via) -> String {
+        let store = root.join("store").to_string_lossy().into_owned();
+        let home = root.join("home").to_string_lossy().into_owned();
+        let project = root.join("project").to_string_lossy().into_owned();
+        let env = move |name: &str| match name {
+            "TOOLPRUNE_STORE_DIR" => Some(store.clone()),
+            "HOME" => Some(home.clone()),
+            _ => None,
+        };
         let cx = Context { env: &env, load };
+        let run = |agent: Agent, bytes: &[u8], cx: &Context<'_>, _via: Via| {
+            let mut event: Value = serde_json::from_slice(bytes).unwrap();
+            event["cwd"] = Value::String(project.clone());
+            run(agent, event.to_string().as_bytes(), cx, via)
+        };
         let mut prompt = event("user_prompt_submit.json");
         prompt["prompt"] = "Why can't I index a Rust String with s[0], and how do I iterate over its characters?".into();
-        run(agent, prompt.to_string().as_bytes(), &cx);
+        if agent == Agent::Gemini {
+            prompt["hook_event_name"] = "BeforeAgent".into();
+        }
+        run(agent, prompt.to_string().as_bytes(), &cx, Via::Settings);
         let mut fetch = event("post_tool_use.mcp_fetch.json");
         match agent {
             Agent::Gemini => {
@@ -281,7 +432,7 @@ mod tests {
             }
             _ => {}
         }
-        run(agent, fetch.to_string().as_bytes(), &cx)
+        run(agent, fetch.to_string().as_bytes(), &cx, Via::Settings)
     }
 
     #[test]
@@ -340,7 +491,7 @@ mod tests {
         for agent in Agent::ALL {
             let adapter = agent.adapter();
             let command = hook_command(adapter, &paths.binary);
-            let file = adapter.hooks_file(&adapter.hooks(&globs), &command);
+            let file = adapter.hooks_file(&adapter.hooks(&globs, Via::Settings), &command);
             let mut expected: Vec<(String, Value)> = Vec::new();
             for (event, elements) in file["hooks"].as_object().unwrap() {
                 for element in elements.as_array().unwrap() {
@@ -362,6 +513,91 @@ mod tests {
             assert_eq!(planned, expected, "{}", adapter.name());
             assert!(!expected.is_empty());
         }
+    }
+
+    fn shared() -> Result<Pruner, String> {
+        Pruner::shared().cloned().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_plugins_hook_prunes_alone_and_stands_back_when_the_settings_hooks_are_installed_too() {
+        // A result is pruned once (issue 23 §4): the settings' hook prunes,
+        // the plugin's answers "no change".
+        for agent in [Agent::ClaudeCode, Agent::Codex] {
+            let tmp = tempfile::tempdir().unwrap();
+            let pruned = fetch_in(agent, &shared, tmp.path(), Via::Plugin);
+            assert!(pruned.contains("[Omitted by relevance:"), "{agent:?} plugin alone: {pruned}");
+            let mut paths = paths(tmp.path());
+            paths.binary = std::env::current_exe().unwrap();
+            install(agent, Scope::User, &paths, &["mcp__*__fetch".to_string()], false).unwrap();
+            assert!(settings_hooks_installed(agent.adapter(), &paths));
+            let tmp2 = tempfile::tempdir().unwrap();
+            std::fs::rename(tmp.path().join("home"), tmp2.path().join("home")).unwrap();
+            assert_eq!(fetch_in(agent, &shared, tmp2.path(), Via::Plugin), "", "{agent:?}: the plugin stands back");
+            assert!(fetch_in(agent, &shared, tmp2.path(), Via::Settings).contains("[Omitted by relevance:"), "{agent:?}: the settings' hook prunes");
+        }
+    }
+
+    #[test]
+    fn the_claude_code_plugin_is_inert_when_github_copilot_cli_runs_its_hooks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        let store_text = store.to_string_lossy().into_owned();
+        let env = move |name: &str| match name {
+            "TOOLPRUNE_STORE_DIR" => Some(store_text.clone()),
+            "COPILOT_PLUGIN_ROOT" => Some("/x/plugins/toolprune".into()),
+            _ => None,
+        };
+        let cx = Context { env: &env, load: &shared };
+        let mut prompt = event("user_prompt_submit.json");
+        prompt["prompt"] = "Why can't I index a Rust String with s[0]?".into();
+        assert_eq!(run(Agent::ClaudeCode, prompt.to_string().as_bytes(), &cx, Via::Plugin), "");
+        assert_eq!(run(Agent::ClaudeCode, event("post_tool_use.mcp_fetch.json").to_string().as_bytes(), &cx, Via::Plugin), "");
+        assert!(!store.exists() || std::fs::read_dir(&store).unwrap().next().is_none(), "nothing stored");
+    }
+
+    #[test]
+    fn the_plugins_own_omitted_tool_is_still_answered_when_the_settings_hooks_are_installed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut paths = paths(tmp.path());
+        paths.binary = std::env::current_exe().unwrap();
+        install(Agent::ClaudeCode, Scope::User, &paths, &["mcp__*__fetch".to_string()], false).unwrap();
+        let store = tmp.path().join("store").to_string_lossy().into_owned();
+        let home = tmp.path().join("home").to_string_lossy().into_owned();
+        let env = move |name: &str| match name {
+            "TOOLPRUNE_STORE_DIR" => Some(store.clone()),
+            "HOME" => Some(home.clone()),
+            _ => None,
+        };
+        let cx = Context { env: &env, load: &shared };
+        let mut pre = json!({"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": tmp.path().join("project"), "tool_input": {"id": "P1", "from": 0, "to": 0}});
+        pre["tool_name"] = claude_code::plugin_omitted_tool().into();
+        assert!(run(Agent::ClaudeCode, pre.to_string().as_bytes(), &cx, Via::Plugin).contains("updatedInput"), "its own tool");
+        pre["tool_name"] = claude_code::omitted_tool().into();
+        assert_eq!(run(Agent::ClaudeCode, pre.to_string().as_bytes(), &cx, Via::Plugin), "", "the settings' tool is the settings hook's");
+    }
+
+    #[test]
+    fn gemini_clis_extension_prunes_only_where_a_user_policy_allows_its_omitted_tool() {
+        // A tail call to a tool Gemini CLI refuses would lose the result:
+        // without `mcp.allowed` the extension passes it unchanged.
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("home/.gemini")).unwrap();
+        assert_eq!(fetch_in(Agent::Gemini, &shared, tmp.path(), Via::Plugin), "{}");
+        let log = std::fs::read_to_string(tmp.path().join("store/toolprune.log")).unwrap();
+        assert!(log.contains("reason=omitted_not_allowed"), "{log}");
+        let mut paths = paths(tmp.path());
+        paths.home = tmp.path().join("home");
+        assert!(Agent::Gemini.adapter().plugin_checks(&paths).iter().any(|c| !c.ok && c.what.contains(gemini::POLICY)));
+        std::fs::create_dir_all(tmp.path().join("home/.gemini/policies")).unwrap();
+        std::fs::write(tmp.path().join("home/.gemini/policies").join(gemini::POLICY_FILE), gemini::POLICY).unwrap();
+        let tmp2 = tempfile::tempdir().unwrap();
+        std::fs::rename(tmp.path().join("home"), tmp2.path().join("home")).unwrap();
+        let answer = fetch_in(Agent::Gemini, &shared, tmp2.path(), Via::Plugin);
+        let log = std::fs::read_to_string(tmp2.path().join("store/toolprune.log")).unwrap_or_default();
+        assert!(answer.contains("tailToolCallRequest"), "{answer}: {log}");
+        paths.home = tmp2.path().join("home");
+        assert!(Agent::Gemini.adapter().plugin_checks(&paths).iter().all(|c| c.ok));
     }
 
     #[test]

@@ -54,6 +54,18 @@ pub struct Pruned {
     pub session: Session,
 }
 
+/// How the running hook was registered (issue 23): by `toolprune install`
+/// in the agent's settings, or by the agent's own plugin command (`toolprune
+/// hook AGENT --plugin`, the command a plugin's hooks file holds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Via {
+    /// `toolprune install AGENT` wrote it into the agent's settings.
+    #[default]
+    Settings,
+    /// A toolprune plugin (extension) installed by the agent's own command.
+    Plugin,
+}
+
 /// One hook run: the agent's label, its event, and what it needs lazily.
 pub struct Hook<'a> {
     /// The agent's label (`claude-code`, `codex`, …): the store's session
@@ -61,6 +73,8 @@ pub struct Hook<'a> {
     pub agent: &'static str,
     pub cx: &'a Context<'a>,
     pub event: &'a Value,
+    /// Settings or plugin ([`Via`]; set by the dispatcher after [`Hook::new`]).
+    pub via: Via,
     /// The conversation's id, as the adapter read it from the event.
     conversation: Option<&'a str>,
     root: OnceCell<Option<Root>>,
@@ -110,6 +124,7 @@ impl<'a> Hook<'a> {
             agent,
             cx,
             event,
+            via: Via::Settings,
             conversation,
             root: OnceCell::new(),
             setup: OnceCell::new(),
@@ -386,12 +401,15 @@ pub fn answer_omitted(
 
 /// Whether `tool` is toolprune's own `omitted` as an agent names it:
 /// `mcp__toolprune__omitted` (Claude Code), `mcp_toolprune_omitted` (Gemini
-/// CLI), `omitted` / `MCP:omitted` / `MCP:toolprune:omitted` (Cursor).
+/// CLI), `omitted` / `MCP:omitted` / `MCP:toolprune:omitted` (Cursor);
+/// from a plugin's server (`plugin:toolprune:toolprune` in Claude Code):
+/// `mcp__plugin_toolprune_toolprune__omitted`.
 pub fn is_our_omitted(tool: &str) -> bool {
     let tool = tool.trim();
     let bare = tool.strip_prefix("MCP:").unwrap_or(tool);
     [
         format!("mcp__{SERVER_NAME}__omitted"),
+        format!("mcp__plugin_{SERVER_NAME}_{SERVER_NAME}__omitted"),
         format!("mcp_{SERVER_NAME}_omitted"),
         format!("{SERVER_NAME}:omitted"),
         "omitted".to_string(),
@@ -461,7 +479,7 @@ mod tests {
 
     #[test]
     fn our_omitted_is_recognised_in_every_agents_naming_and_nothing_else() {
-        for name in ["mcp__toolprune__omitted", "mcp_toolprune_omitted", "omitted", "MCP:omitted", "MCP:toolprune:omitted"] {
+        for name in ["mcp__toolprune__omitted", "mcp__plugin_toolprune_toolprune__omitted", "mcp_toolprune_omitted", "omitted", "MCP:omitted", "MCP:toolprune:omitted"] {
             assert!(is_our_omitted(name), "{name}");
         }
         for name in ["mcp__other__omitted", "mcp__toolprune__fetch", "omitted_x", "WebFetch", ""] {

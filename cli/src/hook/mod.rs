@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use toolprune::Pruner;
 
-pub use common::{Answer, Hook, Pass, Pruned};
+pub use common::{Answer, Hook, Pass, Pruned, Via};
 
 /// Stdin beyond this many bytes is not parsed: the event is answered "no
 /// change" (after [`drain`]ing the rest).
