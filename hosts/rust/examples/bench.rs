@@ -26,12 +26,21 @@
 
 use std::time::{Duration, Instant};
 
-use toolprune::engine::wit::{Toolprune, ToolprunePre};
-use toolprune::types::{BatchAnswer, Lang, Outcome, PruneInput, ScorerChoice, ScoringRequest, ScoringResponse};
 use toolprune::{ConversationOptions, Scoring};
 use toolprune_guest::component::wit::{pruner as gp, types as gt};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
+use wit::exports::toolprune::pruner::pruner::{Outcome, PruneInput, ScorerChoice};
+use wit::exports::toolprune::pruner::types::{BatchAnswer, Lang, ScoringRequest, ScoringResponse};
+use wit::{Toolprune, ToolprunePre};
+
+/// The bench's own bindings of `wit/` (the host crate keeps its own private).
+mod wit {
+    wasmtime::component::bindgen!({
+        world: "toolprune",
+        path: "wit",
+    });
+}
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
 const PEP: &str = "pep-0817-wheel-variants.rst";

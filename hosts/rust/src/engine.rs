@@ -17,17 +17,7 @@ use crate::cache::{self, CacheDir};
 use crate::scorer::Scoring;
 use crate::types::{CallLimits, Config as GuestConfig, Dialect, FailureReason, Inspection, Lang, Limit, Operation, RetryFacts};
 
-/// Rust bindings of world `toolprune:pruner/toolprune@0.2.0` (sync), generated
-/// by wasmtime's `bindgen!` from `wit/`. The friendly names are re-exported
-/// from [`crate::types`].
-pub mod wit {
-    wasmtime::component::bindgen!({
-        world: "toolprune",
-        path: "wit",
-    });
-}
-
-use wit::{Toolprune, ToolprunePre};
+use crate::wit::{Toolprune, ToolprunePre};
 
 /// The contract versions this host speaks: `0.2.x` (WIT package `toolprune:pruner`).
 pub const CONTRACT: &str = "0.2";

@@ -30,9 +30,7 @@ use crate::log::{LogSink, StderrLog};
 use crate::scorer::{run_host_scorer, Scorer};
 use crate::types::Operation;
 
-pub use crate::engine::wit::exports::toolprune::pruner::judge::{
-    Answer, Decision, LoadError, QuestionKind, Verdict,
-};
+pub use crate::types::{Answer, Decision, LoadError, QuestionKind, Verdict};
 
 /// Why no decision came back.
 #[derive(Clone, Debug)]

@@ -3,7 +3,7 @@
 //!
 //! | module | what | SPEC |
 //! |---|---|---|
-//! | [`engine`] | wasmtime bindings of `wit/`, the compiled, version-checked component ([`Pruner`]), per-call limits from `settings.call-limits-for` | §11, §14 |
+//! | [`engine`] | the compiled, version-checked component ([`Pruner`]), per-call limits from `settings.call-limits-for` | §11, §14 |
 //! | [`cache`] | the disk cache of the compiled component ([`CacheDir`]) | — |
 //! | [`conversation`] | [`Conversation`] (id counter, bounded store, one instance), [`Turn`], [`PruneResult`], `omitted` | §2–§12 |
 //! | [`store`] | where a conversation keeps its id counter and pruned results: [`ResultStore`], [`MemoryStore`] (default) | §10 |
@@ -12,7 +12,7 @@
 //! | [`judge`] | the judge router ([`judge::Judge`]) | §13 |
 //! | [`cancel`] | [`CancelToken`] | §11 |
 //! | [`log`] | where log lines go ([`LogSink`]) | §12 |
-//! | [`types`] | the WIT types under friendly names, [`types::wit_name`] | — |
+//! | [`types`] | the WIT types under friendly names, [`types::wit_name`] (the generated bindings themselves are private) | — |
 //!
 //! ```no_run
 //! use toolprune::{ConversationOptions, Pruner, Scoring, ToolResult};
@@ -42,6 +42,7 @@ pub mod log;
 pub mod scorer;
 pub mod store;
 pub mod types;
+mod wit;
 
 pub use cache::CacheDir;
 pub use cancel::CancelToken;
