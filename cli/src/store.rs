@@ -257,7 +257,10 @@ impl Root {
     pub fn sweep(&self, max_age: Duration, force: bool) -> Result<usize, StoreError> {
         let stamp = self.dir.join(".swept");
         if !force {
-            if let Ok(modified) = fs::symlink_metadata(&stamp).and_then(|m| m.modified()) {
+            // Only a regular file of the root counts: a planted link (fresh
+            // by its own mtime) must not hold the sweep off.
+            let meta = fs::symlink_metadata(&stamp).ok().filter(|m| m.is_file());
+            if let Some(modified) = meta.and_then(|m| m.modified().ok()) {
                 if modified.elapsed().is_ok_and(|age| age < SWEEP_EVERY) {
                     return Ok(0);
                 }
