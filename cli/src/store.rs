@@ -257,13 +257,18 @@ impl Root {
     pub fn sweep(&self, max_age: Duration, force: bool) -> Result<usize, StoreError> {
         let stamp = self.dir.join(".swept");
         if !force {
-            if let Ok(modified) = fs::metadata(&stamp).and_then(|m| m.modified()) {
+            // Only a regular file of the root counts: a planted link (fresh
+            // by its own mtime) must not hold the sweep off.
+            let meta = fs::symlink_metadata(&stamp).ok().filter(|m| m.is_file());
+            if let Some(modified) = meta.and_then(|m| m.modified().ok()) {
                 if modified.elapsed().is_ok_and(|age| age < SWEEP_EVERY) {
                     return Ok(0);
                 }
             }
         }
-        let _ = write_private(&stamp, now_s().to_string().as_bytes());
+        // Refreshed every run, atomically (a new private file renamed over
+        // it: a planted link is replaced, never written through).
+        let _ = write_atomic(&self.dir, ".swept", now_s().to_string().as_bytes());
         let mut deleted = 0;
         let entries = fs::read_dir(&self.dir).map_err(|e| err("cannot read", &self.dir, e))?;
         for entry in entries.flatten() {
@@ -880,6 +885,41 @@ mod tests {
         age(&again);
         assert_eq!(root.sweep(Duration::from_secs(3600), false).unwrap(), 0, "swept less than an hour ago");
         assert_eq!(root.sweep(Duration::from_secs(3600), true).unwrap(), 1);
+    }
+
+    #[test]
+    fn the_sweep_refreshes_its_stamp_so_the_next_run_waits_an_hour_again() {
+        let (_tmp, root) = root();
+        let stamp = root.dir.join(".swept");
+        assert_eq!(root.sweep(Duration::from_secs(3600), false).unwrap(), 0);
+        let two_hours_ago = SystemTime::now() - Duration::from_secs(2 * 3600);
+        File::open(&stamp).unwrap().set_modified(two_hours_ago).unwrap();
+        assert_eq!(root.sweep(Duration::from_secs(3600), false).unwrap(), 0, "ran: an hour passed");
+        let refreshed = fs::metadata(&stamp).unwrap().modified().unwrap();
+        assert!(refreshed.elapsed().unwrap() < Duration::from_secs(60), "stamp not refreshed");
+        let old = root.session("gemini", "old").unwrap();
+        old.record_request("x").unwrap();
+        let then = SystemTime::now() - Duration::from_secs(3 * 3600);
+        for entry in fs::read_dir(old.path()).unwrap() {
+            File::open(entry.unwrap().path()).unwrap().set_modified(then).unwrap();
+        }
+        File::open(old.path()).unwrap().set_modified(then).unwrap();
+        assert_eq!(root.sweep(Duration::from_secs(3600), false).unwrap(), 0, "swept again within the hour");
+        assert!(old.path().exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_sweep_stamp_is_replaced_not_written_through() {
+        let (tmp, root) = root();
+        let victim = tmp.path().join("victim");
+        fs::write(&victim, "untouched").unwrap();
+        File::open(&victim).unwrap().set_modified(SystemTime::now() - Duration::from_secs(7200)).unwrap();
+        std::os::unix::fs::symlink(&victim, root.dir.join(".swept")).unwrap();
+        root.sweep(Duration::from_secs(3600), false).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "untouched");
+        let meta = fs::symlink_metadata(root.dir.join(".swept")).unwrap();
+        assert!(meta.is_file(), "the stamp is a file of the root now");
     }
 
     #[test]

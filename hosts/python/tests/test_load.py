@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import sys
 import time
@@ -172,3 +173,118 @@ def test_a_warm_load_is_much_faster_than_a_cold_one(tmp_path: Path) -> None:
     assert fresh(cache).cache == "hit"
     warm = time.perf_counter() - start
     assert warm * 5 < cold, (cold, warm)
+
+
+# --- the cache's owner rules (issue 27 §4), tested as a second uid ---------------------------
+
+OTHER = 65534
+"""The second user (nobody): the suite runs as root in CI, so files are handed to it with chown."""
+
+as_root = pytest.mark.skipif(
+    sys.platform == "win32" or not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="needs root to hand files to a second uid",
+)
+
+
+def snapshot(folder: Path) -> dict:
+    return {p.name: (p.read_bytes(), p.stat().st_uid) for p in sorted(folder.iterdir())}
+
+
+@as_root
+def test_a_cache_folder_owned_by_another_user_is_never_read_nor_written(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    fresh(cache)
+    for p in [cache, *cache.iterdir()]:
+        os.chown(p, OTHER, OTHER)
+    before = snapshot(cache)
+    pruner = fresh(cache)
+    assert pruner.cache == "untrusted" and works(pruner), "another user's entry was loaded"
+    assert snapshot(cache) == before, "nothing written into another user's folder"
+
+
+@as_root
+def test_a_cache_folder_that_is_a_symbolic_link_is_not_used(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    fresh(real)
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    assert fresh(link).cache == "untrusted"
+
+
+@pytest.mark.parametrize("which", ["code", "digest", "both"])
+@as_root
+def test_an_entry_owned_by_another_user_is_recompiled_never_loaded(tmp_path: Path, which: str) -> None:
+    cache = tmp_path / "cache"
+    fresh(cache)
+    e = entry(cache)
+    for p in {"code": [e.code], "digest": [e.digest], "both": [e.code, e.digest]}[which]:
+        os.chown(p, OTHER, OTHER)
+    again = fresh(cache)
+    assert again.cache == "miss" and works(again)
+    assert e.code.stat().st_uid == os.geteuid() and e.digest.stat().st_uid == os.geteuid(), "replaced by our own"
+    assert fresh(cache).cache == "hit"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o660, 0o606])
+@as_root
+def test_an_entry_others_can_read_or_write_is_recompiled(tmp_path: Path, mode: int) -> None:
+    cache = tmp_path / "cache"
+    fresh(cache)
+    e = entry(cache)
+    os.chmod(e.code, mode)
+    assert fresh(cache).cache == "miss"
+    assert stat.S_IMODE(e.code.stat().st_mode) == 0o600
+
+
+@as_root
+def test_entries_are_0600_and_an_open_folder_of_ours_is_narrowed_to_0700(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.chmod(cache, 0o777)
+    assert fresh(cache).cache == "miss"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    for p in cache.iterdir():
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
+
+
+@as_root
+def test_a_symbolic_link_planted_at_an_entry_is_neither_followed_nor_written_through(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    fresh(cache)
+    e = entry(cache)
+    good = e.code.read_bytes()
+    victim = tmp_path / "victim"
+    victim.write_bytes(good)  # a valid entry, but only reachable through the link
+    os.chmod(victim, 0o600)
+    e.code.unlink()
+    e.code.symlink_to(victim)
+    assert fresh(cache).cache == "miss", "an entry behind a symbolic link was loaded"
+    assert victim.read_bytes() == good and not e.code.is_symlink()
+
+
+@as_root
+def test_a_temporary_name_cannot_be_predicted_nor_written_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"untouched")
+    opened: List[str] = []
+    real_open = os.open
+
+    def spy(path, flags, mode=0o777, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(path).endswith(".tmp"):
+            opened.append(str(path))
+            assert flags & os.O_EXCL and flags & os.O_CREAT and flags & os.O_NOFOLLOW, "created exclusively, no link"
+            assert mode == 0o600
+        return real_open(path, flags, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_engine.os, "open", spy)
+    assert fresh(cache).cache == "miss"
+    monkeypatch.undo()
+    shutil.rmtree(cache)
+    cache.mkdir(mode=0o700)
+    monkeypatch.setattr(_engine.os, "open", spy)
+    assert fresh(cache).cache == "miss"
+    monkeypatch.undo()
+    assert len(opened) == 4 and len(set(Path(p).name for p in opened)) == 4, opened
+    assert victim.read_bytes() == b"untouched"

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import secrets
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,9 +171,79 @@ def cache_entry(cache_dir: Path, wasm: bytes) -> CacheEntry:
     return CacheEntry(cache_dir / f"{name}.cwasm", cache_dir / f"{name}.cwasm.sha256")
 
 
+# The owner rules (issue 27 §4). An entry is **native code** (``Component.deserialize`` trusts it
+# completely), so on POSIX the cache has the session store's rules, as the Rust
+# host's (hosts/rust/src/cache.rs, issue 27 §4): the folder is created 0700,
+# and one that is a symbolic link, not a folder, or owned by another user is
+# never used (the compile stays in memory); one of ours that others can reach
+# is narrowed to 0700 before anything in it is read or written. An entry or
+# digest is opened without following a symbolic link and read only when it is
+# a regular file of this user with no group/other bits: anything else is
+# ignored and replaced by a fresh compile, never loaded. New files are created
+# exclusively (``O_CREAT|O_EXCL|O_NOFOLLOW``, mode 0600) under an
+# unpredictable name, then renamed over the entry.
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def _euid() -> Optional[int]:
+    """This process's effective user id; None where there is none (Windows)."""
+    geteuid = getattr(os, "geteuid", None)
+    return None if geteuid is None else geteuid()
+
+
+def _private_dir(folder: Path) -> bool:
+    """Make ``folder`` the cache folder, or refuse it (False): created
+    (parents too) with mode 0700; an existing one must be a real folder (not
+    a symbolic link) owned by this user, and is narrowed to 0700 when others
+    can reach it. Raises :class:`OSError` when it cannot be created."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    uid = _euid()
+    if uid is None:
+        return stat.S_ISDIR(st.st_mode)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        return False
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
+    return True
+
+
+def _read_private(path: Path) -> Optional[bytes]:
+    """The bytes of ``path`` when it is a regular file of this user that
+    nobody else can read or write, opened without following a symbolic link
+    (nor blocking on a FIFO); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        uid = _euid()
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if uid is not None and (st.st_uid != uid or stat.S_IMODE(st.st_mode) & 0o077):
+            return None
+        try:
+            return handle.read()
+        except OSError:
+            return None
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    """Write ``data`` to ``path`` atomically: a new 0600 file created
+    exclusively, never through a symbolic link, under an unpredictable name
+    in the same folder, then a rename over ``path`` (a rename replaces a
+    planted link, never writes through it). Raises :class:`OSError`."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(12)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -189,11 +260,17 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def _read_cached(engine: Engine, entry: CacheEntry) -> Optional[Component]:
     """The cached component, or None when there is none, or it is corrupt,
-    foreign (another wasmtime or engine configuration) or unreadable."""
+    foreign (another wasmtime or engine configuration), unreadable or not
+    private to this user (the owner rules above)."""
+    digest = _read_private(entry.digest)
+    if digest is None:
+        return None
+    data = _read_private(entry.code)
+    if data is None:
+        return None
     try:
-        expected = entry.digest.read_text(encoding="ascii").strip()
-        data = entry.code.read_bytes()
-    except (OSError, UnicodeDecodeError):
+        expected = digest.decode("ascii").strip()
+    except UnicodeDecodeError:
         return None
     if hashlib.sha256(data).hexdigest() != expected:
         return None
@@ -204,14 +281,10 @@ def _read_cached(engine: Engine, entry: CacheEntry) -> Optional[Component]:
 
 
 def _write_cached(component: Component, entry: CacheEntry) -> bool:
-    """Store the compiled code and its digest; False when the cache is not writable."""
+    """Store the compiled code and its digest (the code first: a reader that
+    sees the new digest sees the new code); False when the cache is not writable."""
     try:
         data = bytes(component.serialize())
-        entry.code.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.chmod(entry.code.parent, 0o700)
-        except OSError:
-            pass
         _atomic_write(entry.code, data)
         _atomic_write(entry.digest, hashlib.sha256(data).hexdigest().encode("ascii"))
         return True
@@ -223,11 +296,19 @@ def load_component(engine: Engine, path: Path, cache_dir: Optional[Path]) -> Tup
     """The compiled component at ``path``: from the cache when a verified
     entry exists, else compiled (and stored when ``cache_dir`` is given).
     Returns it and how it was obtained: ``hit``, ``miss`` (compiled and
-    stored), ``unwritable`` (compiled, the cache could not be written) or
-    ``off`` (compiled, no cache)."""
+    stored), ``unwritable`` (compiled, the cache folder could not be
+    created or written), ``untrusted`` (compiled, the folder is a link or
+    another user's: never read nor written, the owner rules above) or ``off``
+    (compiled, no cache)."""
     wasm = path.read_bytes()
     if cache_dir is None:
         return Component(engine, wasm), "off"
+    try:
+        usable = _private_dir(cache_dir)
+    except OSError:
+        return Component(engine, wasm), "unwritable"
+    if not usable:
+        return Component(engine, wasm), "untrusted"
     entry = cache_entry(cache_dir, wasm)
     found = _read_cached(engine, entry)
     if found is not None:

@@ -134,7 +134,7 @@ class Pruner:
 
     @property
     def cache(self) -> str:
-        """How the compiled code was obtained: ``hit``, ``miss``, ``unwritable`` or ``off``."""
+        """How the compiled code was obtained: ``hit``, ``miss``, ``unwritable``, ``untrusted`` (the cache folder is another user's or a link: not used) or ``off``."""
         return self._compiled.cache
 
     @property
