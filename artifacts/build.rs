@@ -25,7 +25,7 @@
 //! beside it — the packaged crate that `scripts/package` writes to
 //! `dist/crates/`, or one from a registry — embeds the component that was
 //! packaged with it instead, so that it builds on a toolchain without the
-//! wasm32 target: `prebuilt/toolprune.wasm` and `prebuilt/contract-0.1.0.wasm`,
+//! wasm32 target: `prebuilt/toolprune.wasm` and `prebuilt/contract-0.2.0.wasm`,
 //! each checked against `prebuilt/SHA256SUMS` (written by `scripts/package`
 //! from the files it built) before it is used. A missing file or a digest that
 //! does not match stops the build with one line naming both digests; nothing is
@@ -60,7 +60,7 @@ const FORCE_BUILD_STD: &str = "TOOLPRUNE_GUEST_BUILD_STD";
 /// The prebuilt road: the folder (in this crate) and its files.
 const PREBUILT_DIR: &str = "prebuilt";
 const PREBUILT_SUMS: &str = "SHA256SUMS";
-const FOREIGN_CONTRACT_FILE: &str = "contract-0.1.0.wasm";
+const FOREIGN_CONTRACT_FILE: &str = "contract-0.2.0.wasm";
 
 fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
@@ -91,7 +91,7 @@ fn main() -> Result<()> {
     };
     let module = artifacts.build_guest(toolchain)?;
     let component = artifacts.compile_component(&module)?;
-    artifacts.foreign_contract_component("0.1.0")?;
+    artifacts.foreign_contract_component("0.2.0")?;
     announce_origin("guest-build", &component);
     Ok(())
 }
@@ -114,7 +114,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The prebuilt road: copies `dir/toolprune.wasm` and
-/// `dir/contract-0.1.0.wasm` into `OUT_DIR` after checking each against
+/// `dir/contract-0.2.0.wasm` into `OUT_DIR` after checking each against
 /// `dir/SHA256SUMS` (`<64 hex digits>  <file name>` lines, `sha256sum`'s
 /// format). Any problem is a build error (one `cargo::error` line); nothing
 /// else is tried.
@@ -312,25 +312,17 @@ impl Artifacts {
         Ok(component)
     }
 
-    /// A component of world `toolprune` whose WIT package carries `version`
-    /// instead of the real one (`wit/` with the version rewritten, a dummy
-    /// core module): `$OUT_DIR/contract-{version}.wasm`, for the hosts'
-    /// version-check tests. A few kilobytes, encoded in milliseconds.
+    /// A component of world `toolprune` of an earlier contract: the WIT
+    /// frozen in `wit/since_v{version}/` with a dummy core module:
+    /// `$OUT_DIR/contract-{version}.wasm`, for the hosts' version-check
+    /// tests. A few kilobytes, encoded in milliseconds.
     fn foreign_contract_component(&self, version: &str) -> Result<()> {
-        let wit = self.workspace.join("wit");
-        let copy = self.out_dir.join(format!("wit-{version}"));
-        fs::create_dir_all(&copy)?;
-        for entry in fs::read_dir(&wit).with_context(|| format!("reading {wit:?}"))? {
-            let path = entry?.path();
-            let text = fs::read_to_string(&path)?;
-            let text = text.replace("toolprune:pruner@0.2.0", &format!("toolprune:pruner@{version}"));
-            fs::write(copy.join(path.file_name().unwrap()), text)?;
-        }
+        let copy = self.workspace.join("wit").join(format!("since_v{version}"));
         let mut resolve = wit_parser::Resolve::default();
-        let (package, _) = resolve.push_dir(&copy).context("the rewritten WIT")?;
+        let (package, _) = resolve.push_dir(&copy).context("the frozen WIT")?;
         let world = resolve.select_world(&[package], Some("toolprune"))?;
         // The legacy name mangling, as wit-bindgen writes it for the real
-        // guest (`toolprune:pruner/settings@0.1.0#version`): the Node host
+        // guest (`toolprune:pruner/settings@0.2.0#version`): the Node host
         // reads the version from the core module's names (jco keeps no
         // component), so the stand-in must name it the way a guest does.
         let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);

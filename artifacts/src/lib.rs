@@ -22,14 +22,14 @@ pub fn component() -> &'static [u8] {
 }
 
 /// A component of world `toolprune` whose exports carry contract version
-/// 0.1.0 (a dummy core module; it does nothing): for tests of the hosts'
-/// version check (`$OUT_DIR/contract-0.1.0.wasm`).
-pub fn contract_0_1_component() -> &'static [u8] {
-    include_bytes!(concat!(env!("OUT_DIR"), "/contract-0.1.0.wasm"))
+/// 0.2.0, from `wit/since_v0.2.0/` (a dummy core module; it does nothing): for tests of the hosts'
+/// version check (`$OUT_DIR/contract-0.2.0.wasm`).
+pub fn contract_0_2_component() -> &'static [u8] {
+    include_bytes!(concat!(env!("OUT_DIR"), "/contract-0.2.0.wasm"))
 }
 
-/// Path of [`contract_0_1_component`]'s file, for hosts that load a path.
-pub const CONTRACT_0_1_PATH: &str = concat!(env!("OUT_DIR"), "/contract-0.1.0.wasm");
+/// Path of [`contract_0_2_component`]'s file, for hosts that load a path.
+pub const CONTRACT_0_2_PATH: &str = concat!(env!("OUT_DIR"), "/contract-0.2.0.wasm");
 
 /// Where [`component`] came from: `"guest-build"` (built from `guest/` by the
 /// build script, in the repository) or `"prebuilt"` (the packaged

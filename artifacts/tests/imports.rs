@@ -1,6 +1,7 @@
-//! The component's boundary, read from its binary: it imports nothing at all
-//! (no scorer callback, no WASI: contract 0.2), and exports the five
-//! interfaces of `wit/` at version 0.2.0.
+//! The component's boundary, read from its binary: its only import is the
+//! host's scorer (`toolprune:pruner/scorer@0.3.0`: no WASI, no other
+//! callback; contract 0.3), and it exports the six interfaces of `wit/` at
+//! version 0.3.0. What `wasm-tools component wit dist/toolprune.wasm` shows.
 
 use std::collections::BTreeSet;
 use wasmparser::{Parser, Payload};
@@ -34,24 +35,33 @@ fn boundary() -> (BTreeSet<String>, BTreeSet<String>) {
 }
 
 #[test]
-fn imports_nothing() {
+fn imports_only_the_scorer() {
     let (imports, _) = boundary();
-    assert!(imports.is_empty(), "imports: {imports:?}");
+    assert_eq!(imports, BTreeSet::from(["toolprune:pruner/scorer@0.3.0".to_string()]));
 }
 
 #[test]
-fn exports_the_five_interfaces_of_contract_0_2() {
+fn exports_the_six_interfaces_of_contract_0_3() {
     let (_, exports) = boundary();
     assert_eq!(
         exports,
         BTreeSet::from([
-            "toolprune:pruner/types@0.2.0".to_string(),
-            "toolprune:pruner/settings@0.2.0".to_string(),
-            "toolprune:pruner/pruner@0.2.0".to_string(),
-            "toolprune:pruner/omitted@0.2.0".to_string(),
-            "toolprune:pruner/judge@0.2.0".to_string(),
+            "toolprune:pruner/types@0.3.0".to_string(),
+            "toolprune:pruner/settings@0.3.0".to_string(),
+            "toolprune:pruner/pruner@0.3.0".to_string(),
+            "toolprune:pruner/omitted@0.3.0".to_string(),
+            "toolprune:pruner/judge@0.3.0".to_string(),
+            "toolprune:pruner/report@0.3.0".to_string(),
         ])
     );
+}
+
+/// The component stays under its size budget (issue 22 §6: 512 KB, with a
+/// maintained TOML parser inside). `scripts/package` prints the size.
+#[test]
+fn the_component_fits_its_512_kb_budget() {
+    let size = toolprune_artifacts::component().len();
+    assert!(size <= 512 * 1024, "the component is {size} bytes, over 512 KiB");
 }
 
 #[test]

@@ -74,6 +74,10 @@ fn the_contract_has_the_workspace_major_and_minor_version() {
     let mut files = 0;
     for entry in fs::read_dir(repo().join("wit")).unwrap() {
         let path = entry.unwrap().path();
+        // `wit/since_vX.Y.Z/`: earlier contracts, frozen as they were.
+        if path.is_dir() {
+            continue;
+        }
         let text = fs::read_to_string(&path).unwrap();
         let package = text
             .lines()
@@ -83,7 +87,24 @@ fn the_contract_has_the_workspace_major_and_minor_version() {
         assert_eq!(major_minor(contract), major_minor(VERSION), "{path:?}: contract {contract}, packages {VERSION}");
         files += 1;
     }
-    assert!(files >= 5, "the WIT files were found ({files})");
+    assert!(files >= 7, "the WIT files were found ({files})");
+}
+
+/// Every earlier contract stays readable, frozen in `wit/since_vX.Y.Z/`
+/// (as Zed keeps its extension API): each file there names its own version.
+#[test]
+fn earlier_contracts_are_frozen_in_their_own_folders() {
+    for version in ["0.1.0", "0.2.0"] {
+        let dir = repo().join("wit").join(format!("since_v{version}"));
+        let mut files = 0;
+        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir:?}: {e}")) {
+            let path = entry.unwrap().path();
+            let text = fs::read_to_string(&path).unwrap();
+            assert!(text.contains(&format!("package toolprune:pruner@{version};")), "{path:?}");
+            files += 1;
+        }
+        assert!(files >= 2, "{dir:?}");
+    }
 }
 
 #[test]

@@ -5,7 +5,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use toolprune_guest::component::wit::pruner::{Fate, Outcome, PruneInput, ScorerChoice};
-use toolprune_guest::component::wit::types::{BatchAnswer, Lang, ScoringResponse};
+use toolprune_guest::component::wit::scorer::{BatchAnswer, ScoringResponse};
+use toolprune_guest::component::wit::types::Lang;
 use toolprune_guest::prune::{inspect, Job};
 
 fuzz_target!(|data: &[u8]| {
@@ -28,6 +29,9 @@ fuzz_target!(|data: &[u8]| {
         jev_model: None,
         agent: "fuzz".into(),
         tool: "fetch".into(),
+        arguments: None,
+        pruned_calls: Vec::new(),
+        work_budget: None,
     };
     let score = |n: u32| -> Option<f64> {
         match head[2 + n as usize % 6] {

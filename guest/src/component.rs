@@ -1,7 +1,8 @@
 //! The WIT bindings (`wit/`, world `toolprune`) and the export of the pure
 //! modules as the component. On native targets the bindings compile too, so
 //! the modules use the same types in unit tests; only the `export!` is
-//! wasm-only. The world imports nothing.
+//! wasm-only. The world's only import is `scorer.score`, called from here
+//! (`pruner.prune`, `judge.decide`) and handed to the rules as a function.
 
 wit_bindgen::generate!({
     world: "toolprune",
@@ -10,11 +11,12 @@ wit_bindgen::generate!({
 
 /// The generated types by interface, for the domain modules.
 pub mod wit {
-    pub use super::exports::toolprune::pruner::{judge, omitted, pruner, settings, types};
+    pub use super::exports::toolprune::pruner::{judge, omitted, pruner, report, settings, types};
+    pub use super::toolprune::pruner::scorer;
 }
 
-use exports::toolprune::pruner::{judge, omitted, pruner, settings};
-use wit::types::{Lang, ScoringRequest, ScoringResponse};
+use exports::toolprune::pruner::{judge, omitted, pruner, report, settings};
+use wit::types::Lang;
 
 /// The exported component.
 pub struct Component;
@@ -23,8 +25,8 @@ pub struct Component;
 impl pruner::Guest for Component {
     type PruneJob = crate::prune::Job;
 
-    fn stub_scores(request: ScoringRequest) -> ScoringResponse {
-        crate::stub::scores(&request)
+    fn prune(input: pruner::PruneInput, id_number: u32) -> pruner::Pruned {
+        crate::prune::prune(input, id_number, wit::scorer::score)
     }
 
     fn inspect(text: String) -> pruner::Inspection {
@@ -37,11 +39,11 @@ impl pruner::GuestPruneJob for crate::prune::Job {
         crate::prune::Job::start(input)
     }
 
-    fn scoring_request(&self) -> Option<ScoringRequest> {
+    fn scoring_request(&self) -> Option<wit::scorer::ScoringRequest> {
         self.request()
     }
 
-    fn finish(&self, response: Option<ScoringResponse>, id_number: u32) -> pruner::Pruned {
+    fn finish(&self, response: Option<wit::scorer::ScoringResponse>, id_number: u32) -> pruner::Pruned {
         self.complete(response, id_number)
     }
 }
@@ -135,18 +137,7 @@ impl settings::Guest for Component {
             settings::Operation::Omitted => Op::Omitted,
             settings::Operation::Judge => Op::Judge,
         };
-        let reason = match failure {
-            settings::HostFailure::GuestTrap => "guest_trap",
-            settings::HostFailure::InvalidText => "invalid_text",
-            settings::HostFailure::InvalidInput => "invalid_input",
-            settings::HostFailure::Store => "store",
-        };
-        let limit = limit.map(|l| match l {
-            settings::Limit::Fuel => "fuel",
-            settings::Limit::Memory => "memory",
-            settings::Limit::WallTime => "wall_time",
-        });
-        crate::settings::failure_line(op, &agent, &tool, reason, limit)
+        crate::settings::failure_line(op, &agent, &tool, host_failure_name(failure), limit.map(limit_name))
     }
 }
 
@@ -162,6 +153,10 @@ impl judge::Guest for Component {
     ) -> Result<judge::Decision, Vec<judge::LoadError>> {
         crate::judge::route(&rules, message, jev_model, &answers)
     }
+
+    fn decide(rules: String, message: String, jev_model: Option<String>) -> Result<judge::Decision, Vec<judge::LoadError>> {
+        crate::judge::decide_with(&rules, message, jev_model, wit::scorer::score)
+    }
 }
 
 impl judge::GuestJudgeJob for crate::judge::Job {
@@ -171,12 +166,49 @@ impl judge::GuestJudgeJob for crate::judge::Job {
             .map_err(crate::judge::load_errors_to_wit)
     }
 
-    fn scoring_request(&self) -> ScoringRequest {
+    fn scoring_request(&self) -> wit::scorer::ScoringRequest {
         crate::judge::Job::scoring_request(self)
     }
 
-    fn finish(&self, response: ScoringResponse) -> judge::Decision {
+    fn finish(&self, response: wit::scorer::ScoringResponse) -> judge::Decision {
         crate::judge::Job::finish(self, response)
+    }
+}
+
+/// What people and scripts read from every CLI (`wit/report.wit`, [`crate::report`]).
+impl report::Guest for Component {
+    fn prune_json(
+        pruned: Option<pruner::Pruned>,
+        failure: Option<(settings::HostFailure, Option<settings::Limit>)>,
+        scorer: String,
+    ) -> String {
+        let failure = failure.map(|(f, l)| (host_failure_name(f), l.map(limit_name)));
+        crate::report::prune_json(pruned.as_ref(), failure, &scorer)
+    }
+
+    fn split_json(text: String) -> String {
+        crate::report::split_json(&text)
+    }
+
+    fn split_table(text: String) -> String {
+        crate::report::split_table(&text)
+    }
+}
+
+fn host_failure_name(failure: settings::HostFailure) -> &'static str {
+    match failure {
+        settings::HostFailure::GuestTrap => "guest_trap",
+        settings::HostFailure::InvalidText => "invalid_text",
+        settings::HostFailure::InvalidInput => "invalid_input",
+        settings::HostFailure::Store => "store",
+    }
+}
+
+fn limit_name(limit: settings::Limit) -> &'static str {
+    match limit {
+        settings::Limit::Fuel => "fuel",
+        settings::Limit::Memory => "memory",
+        settings::Limit::WallTime => "wall_time",
     }
 }
 

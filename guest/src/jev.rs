@@ -150,9 +150,9 @@ pub const RETRY_ON: [(u16, u16); 2] = [(429, 429), (500, 599)];
 /// How every host must run the scorer's requests (SPEC §4.6, §11), for
 /// pruning and the judge alike: the numbers live here, not in the hosts.
 /// Retries are decided per answer by [`crate::settings::retry_delay`].
-pub fn transport_policy() -> crate::component::wit::types::TransportPolicy {
+pub fn transport_policy() -> crate::component::wit::scorer::TransportPolicy {
     use crate::limits;
-    crate::component::wit::types::TransportPolicy { max_in_flight: limits::MAX_IN_FLIGHT, deadline_ms: limits::DEADLINE_MS }
+    crate::component::wit::scorer::TransportPolicy { max_in_flight: limits::MAX_IN_FLIGHT, deadline_ms: limits::DEADLINE_MS }
 }
 
 /// The WIT enum of a failure class named by [`failure_class`] (or

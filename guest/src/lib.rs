@@ -2,7 +2,7 @@
 //! rule, is plain Rust, and is tested natively (`cargo test -p
 //! toolprune-guest`); [`component`] binds them to the WIT world
 //! `toolprune:pruner/toolprune` (`wit/`), compiled for
-//! `wasm32-unknown-unknown` with no imports at all.
+//! `wasm32-unknown-unknown`; its only import is the host's `scorer.score`.
 //!
 //! | module | rule | SPEC |
 //! |---|---|---|
@@ -15,6 +15,8 @@
 //! | [`offline`] | the offline lexical scorer | §14 |
 //! | [`stub`] | the word-overlap stub scorer (tests, demos) | — |
 //! | [`decide`] | verdicts, the net ratio, the 25 % floor | §7 |
+//! | [`budget`] | the guest's own work budget, the same in every host | §7 |
+//! | [`report`] | `prune --json`, `split` and `split --json` as every CLI prints them | §14 |
 //! | [`body`] | the pruned body: header, markers, wrapper string, array elements | §9, §8, §13 |
 //! | [`prune`] | one tool result from facts to outcome (the `prune-job`), `inspect` | §2–§12 |
 //! | [`omitted`] | the way back and the tool's spec in each SDK's shape | §10 |
@@ -27,6 +29,7 @@
 pub mod basis;
 pub mod batch;
 pub mod body;
+pub mod budget;
 pub mod component;
 pub mod decide;
 pub mod gates;
@@ -40,6 +43,7 @@ pub mod number;
 pub mod offline;
 pub mod omitted;
 pub mod prune;
+pub mod report;
 pub mod settings;
 pub mod shape;
 pub mod split;

@@ -39,19 +39,35 @@ pub const STORE_MAX_CHARS: u64 = 16_000_000;
 /// SPEC §10: an on-disk session store untouched this long is deleted (seconds; 2 days).
 pub const STORE_MAX_AGE_S: u64 = 172_800;
 
-/// Fuel for one call into the guest: this base (≈ 2 s of guest work here)…
+/// Safety nets for one call into the guest (SPEC §7): far above what the
+/// work budget ([`WORK_PER_BYTE`]) lets the guest spend, so that they only
+/// stop a guest that loops and never decide where the budget would not.
+/// Fuel (hosts with fuel): this base (≈ 2 s of guest work here) …
 pub const FUEL_BASE: u64 = 5_000_000_000;
 /// … plus this much per byte of the text. Pruning costs ≈ 150–1,200 fuel per
-/// byte (more with many short paragraphs); 5,000 leaves room and still stops
-/// a looping guest.
-pub const FUEL_PER_BYTE: u64 = 5_000;
-/// Wall time for one call in hosts without fuel (Node): this base (ms)…
-pub const WALL_MS_BASE: u32 = 5_000;
-/// … plus 1 ms per this many bytes of the text.
-pub const WALL_BYTES_PER_MS: u64 = 1_000;
+/// byte for ≈ 5 work units per byte; the budget's 32 units per byte are then
+/// at most ≈ 8,000 fuel per byte: 50,000 stays far above.
+pub const FUEL_PER_BYTE: u64 = 50_000;
+/// Wall time for one call in hosts without fuel (Node): this base (ms) …
+pub const WALL_MS_BASE: u32 = 30_000;
+/// … plus 1 ms per this many bytes of the text (an 18 MB text: 210 s, where
+/// the guest needs ≈ 1 s on an idle core).
+pub const WALL_BYTES_PER_MS: u64 = 100;
 /// Linear memory of an instance: this base…
 pub const MEMORY_BASE: u64 = 256 << 20;
 /// … plus this many bytes per byte of the text (the guest holds a few copies) …
 pub const MEMORY_PER_BYTE: u64 = 16;
 /// … and at most this (wasm32 addresses 4 GiB).
 pub const MEMORY_MAX: u64 = 3 << 30;
+
+/// SPEC §7: the guest's work budget for one result ([`crate::budget`]):
+/// this base (units) …
+pub const WORK_BASE: u64 = 1_000_000;
+/// … plus this many units per byte of the text. Pruning charges ≈ 4–6 units
+/// per byte (split, request, scoring, body): the budget only stops a result
+/// whose work would be out of proportion to its text, the same in every host.
+pub const WORK_PER_BYTE: u64 = 32;
+
+/// The largest configuration file read (bytes): a larger one is refused at
+/// once with one line, and pruning is off (issue 27 §7).
+pub const CONFIG_MAX_BYTES: usize = 1 << 20;

@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn unmeasured_quantities_are_dashes() {
-        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: Some(3), dropped: 0, calls: 0, jev_tokens: 0, ms: None };
+        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: Some(3), dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
         let line = prune_line(&PruneLine {
             agent: "a",
             tool: "t",
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn a_text_that_was_not_split_counts_no_paragraphs_not_zero() {
-        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: None, dropped: 0, calls: 0, jev_tokens: 0, ms: None };
+        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: None, dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
         let line = prune_line(&PruneLine {
             agent: "a",
             tool: "t",

@@ -344,7 +344,7 @@ mod tests {
     fn stored(id: &str, shape: Shape, units: u32, dropped: &[(u32, String)]) -> StoredResult {
         let pairs: Vec<(u32, &str)> = dropped.iter().map(|(i, t)| (*i, t.as_str())).collect();
         let chars = dropped.iter().map(|(_, t)| t.chars().count() as u64).sum();
-        StoredResult { id: id.into(), chars, data: encode_record(shape, units, &pairs) }
+        StoredResult { id: id.into(), chars, call: None, data: encode_record(shape, units, &pairs) }
     }
 
     /// Ten paragraphs of 200 characters; 2, 3, 4 and 8 dropped.

@@ -1,18 +1,20 @@
 //! SPEC §2–§12 put together: one tool result from the host's facts to the
 //! body, the outcome, the counts and the log line.
 //!
-//! [`Job`] is the single code path. The one-shot `prune` export is
-//! `Job::start` → the imported scorer on [`Job::request`] → [`Job::complete`];
-//! the `prune-job` resource hands the same three steps to hosts that must not
-//! block (Node, asyncio).
+//! [`Job`] is the single code path. The one-call `prune` export ([`prune`])
+//! is `Job::start` → the imported `scorer.score` on [`Job::request_ref`] (at
+//! most once) → [`Job::complete`]; the `prune-job` resource hands the same
+//! three steps to hosts that must not block (an event loop), so both forms
+//! give the same bytes.
 
 use crate::component::wit::pruner::{
     BatchFailure, Counts, Fate, Gate, Inspection, Outcome, ParagraphReport, PruneInput, Pruned,
     ScorerChoice, Shape, StoredResult, UnitInfo, UnitKind,
 };
-use crate::component::wit::types::{
+use crate::component::wit::scorer::{
     Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop,
 };
+use crate::budget::Meter;
 use crate::decide::{self, Verdict};
 use crate::split::{split, Paragraph};
 use crate::shape::{self, Classified, JsonArray, Wrapper};
@@ -35,8 +37,11 @@ struct Plan {
 }
 
 enum Stage {
-    /// A cheap gate stopped the call: raw, no log line (SPEC §2).
+    /// A cheap gate stopped the call: raw, no log line but for `repeated` (SPEC §2).
     Skipped(Gate),
+    /// The work would pass the budget ([`crate::budget`]): raw, `failed`,
+    /// `reason=budget`. `shape` and `paragraphs` as far as they got.
+    OverBudget { shape: Option<Shape>, paragraphs: Option<Vec<Paragraph>> },
     /// The threshold is not one of the four: raw, `failed` (SPEC §6; hosts
     /// check user input with `settings.threshold` first).
     BadThreshold,
@@ -51,12 +56,26 @@ enum Stage {
     Score(Plan),
 }
 
+/// The one-call form (the `prune` export): [`Job::start`], at most one call
+/// of `score` (the imported scorer) when a request is due, [`Job::complete`].
+/// `score` is never called for a result stopped by a gate, with nothing
+/// scorable, or scored by the guest itself (offline, stub).
+pub fn prune(input: PruneInput, id_number: u32, score: impl FnOnce(&ScoringRequest) -> ScoringResponse) -> Pruned {
+    let job = Job::start(input);
+    let response = job.request_ref().map(score);
+    job.complete(response, id_number)
+}
+
 /// One tool result on its way through pruning.
 pub struct Job {
     input: PruneInput,
     raw_chars: usize,
     threshold: f64,
+    /// The repeat gate's key of this call (none without arguments).
+    call: Option<String>,
     stage: Stage,
+    /// Work counted so far ([`crate::budget`]); `complete` charges on a copy.
+    meter: Meter,
 }
 
 impl Job {
@@ -64,31 +83,37 @@ impl Job {
     pub fn start(input: PruneInput) -> Job {
         let raw_chars = input.text.chars().count();
         let threshold = input.threshold;
+        let call = input.arguments.as_deref().map(|a| gates::call_key(&input.tool, a));
         let facts = gates::Facts {
             enabled: input.enabled,
             succeeded: input.succeeded,
             prunable: input.prunable,
             raw_chars,
+            repeated: call.as_ref().is_some_and(|k| input.pruned_calls.iter().any(|p| p == k)),
         };
+        let mut meter = Meter::new(input.work_budget.unwrap_or_else(|| crate::budget::budget_for(input.text.len())));
         let stage = if let Some(gate) = gates::stopped_by(facts) {
             Stage::Skipped(gate)
         } else if !crate::settings::is_threshold(threshold) {
             Stage::BadThreshold
+        } else if meter.charge(input.text.len()).is_err() {
+            // Classifying and splitting scan the text.
+            Stage::OverBudget { shape: None, paragraphs: None }
         } else {
             match shape::classify(&input.text) {
                 Classified::Structured => Stage::Structured,
-                Classified::Text => plan(&input, Target::Text),
+                Classified::Text => plan(&input, Target::Text, &mut meter),
                 // A wrapper whose string is itself a JSON array: that string
                 // is JSON, which split as text would break; which level is
                 // the list is ambiguous, so untouched.
                 Classified::Wrapper(w) if matches!(shape::classify(&w.value), Classified::Array(_)) => {
                     Stage::Structured
                 }
-                Classified::Wrapper(w) => plan(&input, Target::Wrapper(w)),
-                Classified::Array(a) => plan(&input, Target::Array(a)),
+                Classified::Wrapper(w) => plan(&input, Target::Wrapper(w), &mut meter),
+                Classified::Array(a) => plan(&input, Target::Array(a), &mut meter),
             }
         };
-        Job { input, raw_chars, threshold, stage }
+        Job { input, raw_chars, threshold, call, stage, meter }
     }
 
     /// The work for the host's scorer, or `None` when no call must be made
@@ -103,13 +128,14 @@ impl Job {
     /// text: no copy for a call that only reads it).
     pub fn request_ref(&self) -> Option<&ScoringRequest> {
         match &self.stage {
-            Stage::Score(plan) if !self.offline() => Some(&plan.request),
+            Stage::Score(plan) if !self.internal() => Some(&plan.request),
             _ => None,
         }
     }
 
-    fn offline(&self) -> bool {
-        matches!(self.input.scorer, ScorerChoice::Offline)
+    /// The guest scores itself (offline, stub): no request, no call, no time measured.
+    fn internal(&self) -> bool {
+        matches!(self.input.scorer, ScorerChoice::Offline | ScorerChoice::Stub)
     }
 
     /// Decide and assemble from the scorer's response (SPEC §5–§12). `None`
@@ -117,11 +143,19 @@ impl Job {
     /// `id_number`: the conversation's count of stored results so far + 1;
     /// an `ok` result is stored as `P{id_number}` (SPEC §10).
     pub fn complete(&self, response: Option<ScoringResponse>, id_number: u32) -> Pruned {
+        let mut meter = self.meter.clone();
         let plan = match &self.stage {
             Stage::Skipped(gate) => {
                 let mut out = self.unchanged(Outcome::Skipped, None, None, Scoring::none(), false);
                 out.gate = Some(*gate);
+                if *gate == Gate::Repeated {
+                    // The one cheap gate that logs: stats count the repeats.
+                    out.log_line = Some(self.log_line(&out));
+                }
                 return out;
+            }
+            Stage::OverBudget { shape, paragraphs } => {
+                return self.over_budget(*shape, paragraphs.as_deref(), Scoring::none(), &meter);
             }
             Stage::BadThreshold => return self.unchanged(Outcome::Failed, None, None, Scoring::none(), true),
             Stage::Structured => return self.unchanged(Outcome::Structured, None, None, Scoring::none(), true),
@@ -134,7 +168,14 @@ impl Job {
             Stage::Score(plan) => plan,
         };
         let shape = plan.shape();
-        let response = if self.offline() { Some(plan.score_offline()) } else { response };
+        let response = match self.input.scorer {
+            ScorerChoice::Offline | ScorerChoice::Stub if meter.charge(plan.internal_cost()).is_err() => {
+                return self.over_budget(Some(shape), Some(&plan.paragraphs), Scoring::none(), &meter);
+            }
+            ScorerChoice::Offline => Some(plan.score_offline()),
+            ScorerChoice::Stub => Some(crate::stub::scores(&plan.request)),
+            ScorerChoice::Host(_) => response,
+        };
         let Some(response) = response else {
             return self.unchanged(Outcome::Failed, Some(shape), Some(&plan.paragraphs), Scoring::none(), true);
         };
@@ -150,12 +191,15 @@ impl Job {
                 return self.unchanged(outcome, Some(shape), Some(&plan.paragraphs), scoring, true);
             }
         };
-        let mut scoring = plan.read(answers, ms);
-        scoring.timed = !self.offline();
-        if scoring.answered == 0 {
-            return self.unchanged(Outcome::Failed, Some(shape), Some(&plan.paragraphs), scoring, true);
+        if meter.charge(answers_cost(&answers)).is_err() {
+            return self.over_budget(Some(shape), Some(&plan.paragraphs), Scoring::none(), &meter);
         }
-        if self.offline() {
+        let mut scoring = plan.read(answers, ms);
+        scoring.timed = !self.internal();
+        if scoring.answered == 0 {
+            return self.unchanged(Outcome::Failed, Some(shape), Some(&plan.paragraphs), scoring, true).with_work(&meter);
+        }
+        if self.internal() {
             scoring.calls = 0;
         }
         let drop = match decide::verdict(&scoring.scores, self.threshold) {
@@ -163,14 +207,21 @@ impl Job {
                 let below = scoring.scores.iter().filter(|s| matches!(s, Some(p) if *p < self.threshold)).count();
                 let mut out = self.unchanged(Outcome::AllDropped, Some(shape), Some(&plan.paragraphs), scoring, false);
                 out.counts.dropped = below as u32;
+                out.counts.work = meter.spent();
                 out.log_line = Some(self.log_line(&out));
                 return out;
             }
             Verdict::NothingDropped => {
-                return self.unchanged(Outcome::NothingDropped, Some(shape), Some(&plan.paragraphs), scoring, true)
+                return self
+                    .unchanged(Outcome::NothingDropped, Some(shape), Some(&plan.paragraphs), scoring, true)
+                    .with_work(&meter)
             }
             Verdict::Drop(drop) => drop,
         };
+        // Assembling the body copies the text.
+        if meter.charge(self.input.text.len()).is_err() {
+            return self.over_budget(Some(shape), Some(&plan.paragraphs), scoring, &meter);
+        }
         let id = format!("P{}", id_number.max(1));
         let text = plan.text(&self.input.text);
         let lang = self.input.lang;
@@ -188,6 +239,7 @@ impl Job {
         if !decide::clears_floor(ratio) {
             let mut out = self.unchanged(Outcome::BelowFloor, Some(shape), Some(&plan.paragraphs), scoring, false);
             out.counts.dropped = dropped as u32;
+            out.counts.work = meter.spent();
             out.ratio = Some(ratio);
             out.log_line = Some(self.log_line(&out));
             return out;
@@ -200,6 +252,7 @@ impl Job {
         let record = StoredResult {
             id,
             chars: (0..drop.len()).filter(|&i| drop[i]).map(|i| plan.paragraphs[i].chars as u64).sum(),
+            call: self.call.clone(),
             data: crate::omitted::encode_record(shape, plan.paragraphs.len() as u32, &dropped_units),
         };
         let mut out = Pruned {
@@ -215,6 +268,7 @@ impl Job {
                 calls: scoring.calls,
                 jev_tokens: scoring.tokens,
                 ms: timed.then_some(ms),
+                work: meter.spent(),
             },
             ratio: Some(ratio),
             threshold: self.threshold,
@@ -254,6 +308,7 @@ impl Job {
                 calls: scoring.calls,
                 jev_tokens: scoring.tokens,
                 ms: scoring.timed.then_some(scoring.ms),
+                work: self.meter.spent(),
             },
             ratio: None,
             threshold: self.threshold,
@@ -269,10 +324,21 @@ impl Job {
         out
     }
 
+    /// The raw text back because the work would pass the budget: `failed`,
+    /// the log line with `reason=budget`, the counts as far as they got.
+    fn over_budget(&self, shape: Option<Shape>, paragraphs: Option<&[Paragraph]>, scoring: Scoring, meter: &Meter) -> Pruned {
+        let mut out = self.unchanged(Outcome::Failed, shape, paragraphs, scoring, false);
+        out.counts.work = meter.spent();
+        let line = self.log_line(&out);
+        out.log_line = Some(line.replacen(" outcome=failed", " outcome=failed reason=budget", 1));
+        out
+    }
+
     /// The `tool prune:` line (SPEC §12) of `p`.
     fn log_line(&self, p: &Pruned) -> String {
         let scorer = match &self.input.scorer {
             ScorerChoice::Offline => "offline",
+            ScorerChoice::Stub => "stub",
             ScorerChoice::Host(name) => name.as_str(),
         };
         let line = crate::log::prune_line(&crate::log::PruneLine {
@@ -296,7 +362,8 @@ impl Job {
 }
 
 /// Split the target and plan batches, or stop at the basis / fixed-only gates.
-fn plan(input: &PruneInput, target: Target) -> Stage {
+/// Charges the request's chunks (and Jev bodies) to `meter` before building it.
+fn plan(input: &PruneInput, target: Target, meter: &mut Meter) -> Stage {
     let shape = shape_of(&target);
     let text = match &target {
         Target::Text | Target::Array(_) => input.text.as_str(),
@@ -315,8 +382,13 @@ fn plan(input: &PruneInput, target: Target) -> Stage {
         return Stage::Unscorable { shape, paragraphs };
     }
     let model = input.jev_model.as_deref();
-    // The offline scorer reads the chunks in the guest: no request body to encode.
-    let offline = matches!(input.scorer, ScorerChoice::Offline);
+    // The guest's own scorers read the chunks in the guest: no request body to encode.
+    let offline = matches!(input.scorer, ScorerChoice::Offline | ScorerChoice::Stub);
+    let chunk_bytes: usize = batches.iter().flatten().map(|&i| paragraphs[i].end - paragraphs[i].start).sum();
+    // The chunks are copied, and for a host scorer encoded once more as Jev bodies.
+    if meter.charge(if offline { chunk_bytes } else { 2 * chunk_bytes }).is_err() {
+        return Stage::OverBudget { shape: Some(shape), paragraphs: Some(paragraphs) };
+    }
     let request = ScoringRequest {
         basis: basis.to_string(),
         batches: batches
@@ -368,9 +440,31 @@ fn shape_of(target: &Target) -> Shape {
     }
 }
 
+/// Work units of reading the host's answers: the bytes of its Jev bodies
+/// (scores cost nothing worth counting).
+fn answers_cost(answers: &[BatchAnswer]) -> usize {
+    answers.iter().map(|a| if let BatchAnswer::JevResponse(body) = a { body.len() } else { 0 }).sum()
+}
+
+impl Pruned {
+    /// The counts' `work` set to what `meter` spent.
+    fn with_work(mut self, meter: &Meter) -> Pruned {
+        self.counts.work = meter.spent();
+        self
+    }
+}
+
 impl Plan {
     fn shape(&self) -> Shape {
         shape_of(&self.target)
+    }
+
+    /// Work units of scoring in the guest (offline, stub): every chunk read
+    /// once, and the basis once per chunk.
+    fn internal_cost(&self) -> usize {
+        let chunks = self.request.batches.iter().map(|b| b.chunks.len()).sum::<usize>();
+        let bytes = self.request.batches.iter().flat_map(|b| b.chunks.iter().map(String::len)).sum::<usize>();
+        bytes.saturating_add(chunks.saturating_mul(self.request.basis.len()))
     }
 
     fn text<'a>(&'a self, raw: &'a str) -> &'a str {
@@ -520,4 +614,150 @@ fn unit_infos(text: &str, units: &[Paragraph]) -> Vec<UnitInfo> {
             info
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::wit::types::Lang;
+    use std::cell::Cell;
+
+    const REQUEST: &str = "How do I configure the retry limit for the upload client?";
+
+    /// Sixteen paragraphs of ~310 characters: odd ones about something else.
+    fn text() -> String {
+        (0..16)
+            .map(|i| {
+                if i % 2 == 0 {
+                    format!("Part {i}. The upload client retry limit is configured with the retry setting of the upload client; the retry limit counts attempts per part and the client waits between attempts. {}", "Configure the retry limit in the client file. ".repeat(3))
+                } else {
+                    format!("Part {i}. Gardening notes: tomatoes need sun, water in the morning, and a stake once they grow tall; basil likes the same bed. {}", "Mulch keeps the soil moist. ".repeat(6))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    fn input(scorer: ScorerChoice) -> PruneInput {
+        PruneInput {
+            request: REQUEST.to_string(),
+            text: text(),
+            enabled: true,
+            succeeded: true,
+            prunable: true,
+            threshold: 0.2,
+            lang: Lang::En,
+            scorer,
+            jev_model: None,
+            agent: "test".to_string(),
+            tool: "fetch".to_string(),
+            report: false,
+            arguments: Some(r#"{"url": "https://example.org/"}"#.to_string()),
+            pruned_calls: Vec::new(),
+            work_budget: None,
+        }
+    }
+
+    /// Scores every paragraph of the request: odd ones 0.0, even ones 1.0.
+    fn scripted(request: &ScoringRequest) -> ScoringResponse {
+        let answers = request
+            .batches
+            .iter()
+            .map(|b| BatchAnswer::Scores(b.paragraphs.iter().map(|&i| Some(if i % 2 == 1 { 0.0 } else { 1.0 })).collect()))
+            .collect();
+        ScoringResponse { answers: Ok(answers), elapsed_ms: 7 }
+    }
+
+    fn host() -> ScorerChoice {
+        ScorerChoice::Host("scripted".to_string())
+    }
+
+    /// `prune` with a scorer that counts its calls.
+    fn prune_counting(input: PruneInput) -> (Pruned, u32) {
+        let calls = Cell::new(0);
+        let out = prune(input, 1, |r| {
+            calls.set(calls.get() + 1);
+            scripted(r)
+        });
+        (out, calls.get())
+    }
+
+    #[test]
+    fn the_one_call_form_scores_once_and_gives_the_job_forms_bytes() {
+        let (one_call, calls) = prune_counting(input(host()));
+        assert_eq!(calls, 1);
+        assert_eq!(one_call.outcome, Outcome::Ok);
+        let job = Job::start(input(host()));
+        let response = scripted(job.request().as_ref().unwrap());
+        let by_job = job.complete(Some(response), 1);
+        assert_eq!(one_call.body, by_job.body);
+        assert_eq!(one_call.log_line, by_job.log_line);
+        assert_eq!(format!("{:?}", one_call.counts), format!("{:?}", by_job.counts));
+        assert_eq!(format!("{:?}", one_call.record), format!("{:?}", by_job.record));
+    }
+
+    #[test]
+    fn no_call_for_a_gated_result_nor_for_the_guests_own_scorers() {
+        for (case, input) in [
+            ("disabled", PruneInput { enabled: false, ..input(host()) }),
+            ("too short", PruneInput { text: "short".to_string(), ..input(host()) }),
+            ("no basis", PruneInput { request: "ok".to_string(), ..input(host()) }),
+            ("structured", PruneInput { text: format!("{{\"a\": {:?}, \"b\": 1, \"c\": {:?}}}", "x".repeat(3000), "y".repeat(3000)), ..input(host()) }),
+            ("offline", input(ScorerChoice::Offline)),
+            ("stub", input(ScorerChoice::Stub)),
+        ] {
+            let (out, calls) = prune_counting(input);
+            assert_eq!(calls, 0, "{case}: {:?}", out.outcome);
+        }
+    }
+
+    #[test]
+    fn the_stub_scores_in_the_guest_and_logs_its_name() {
+        let (out, _) = prune_counting(input(ScorerChoice::Stub));
+        let line = out.log_line.unwrap();
+        assert!(line.ends_with(" scorer=stub"), "{line}");
+        assert_eq!(out.counts.calls, 0);
+        assert_eq!(out.counts.ms, None, "nothing was timed: {line}");
+    }
+
+    #[test]
+    fn a_repeated_call_passes_unpruned_with_a_log_line_and_a_new_call_still_prunes() {
+        let (first, _) = prune_counting(input(host()));
+        let key = first.record.as_ref().and_then(|r| r.call.clone()).expect("an ok result carries its call's key");
+        let again = PruneInput { pruned_calls: vec![key.clone()], ..input(host()) };
+        let (second, calls) = prune_counting(again);
+        assert_eq!((second.outcome, second.gate, calls), (Outcome::Skipped, Some(Gate::Repeated), 0));
+        assert_eq!(second.body, None, "the whole text");
+        let line = second.log_line.expect("the repeat gate writes a line");
+        assert!(line.contains(" outcome=skipped gate=repeated ") || line.contains(" outcome=skipped "), "{line}");
+        assert!(line.contains(" paragraphs=- "), "{line}");
+        let other = PruneInput {
+            pruned_calls: vec![key],
+            arguments: Some(r#"{"url": "https://example.org/other"}"#.to_string()),
+            ..input(host())
+        };
+        assert_eq!(prune_counting(other).0.outcome, Outcome::Ok);
+        let unknown = PruneInput { arguments: None, pruned_calls: vec![first.record.unwrap().call.unwrap()], ..input(host()) };
+        assert_eq!(prune_counting(unknown).0.outcome, Outcome::Ok, "no arguments: no repeat detected");
+    }
+
+    #[test]
+    fn the_work_budget_decides_at_its_edge_the_same_in_both_forms() {
+        let (ok, _) = prune_counting(input(host()));
+        assert_eq!(ok.outcome, Outcome::Ok);
+        let work = ok.counts.work;
+        assert!(work > text().len() as u64, "{work}");
+        let exact = prune_counting(PruneInput { work_budget: Some(work), ..input(host()) }).0;
+        assert_eq!((exact.outcome, exact.counts.work), (Outcome::Ok, work));
+        let (short, calls) = prune_counting(PruneInput { work_budget: Some(work - 1), ..input(host()) });
+        assert_eq!((short.outcome, short.body.clone()), (Outcome::Failed, None));
+        assert_eq!(calls, 1, "the last phase (the body) was refused after scoring");
+        let line = short.log_line.unwrap();
+        assert!(line.contains(" outcome=failed reason=budget shape=text "), "{line}");
+        let (tiny, calls) = prune_counting(PruneInput { work_budget: Some(10), ..input(host()) });
+        assert_eq!((tiny.outcome, calls, tiny.counts.paragraphs), (Outcome::Failed, 0, None));
+        let job = Job::start(PruneInput { work_budget: Some(work - 1), ..input(host()) });
+        let response = scripted(job.request().as_ref().unwrap());
+        assert_eq!(job.complete(Some(response), 1).log_line.unwrap(), line);
+    }
 }

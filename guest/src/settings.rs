@@ -13,7 +13,7 @@ use crate::limits::{self, DEFAULT_THRESHOLD, THRESHOLDS};
 use crate::toml::{self, Table, Value};
 
 /// The contract version (the WIT package's).
-pub const VERSION: &str = "0.2.0";
+pub const VERSION: &str = "0.3.0";
 
 /// The environment variable holding the API token (read by the host only).
 pub const TOKEN_VARIABLE: &str = "TOOLPRUNE_JEV_TOKEN";
@@ -319,6 +319,13 @@ pub fn resolve(env: &[(String, String)], file: Option<&str>) -> Result<Config, S
         None => format!("configuration: {m}"),
     };
     match file {
+        Some(src) if src.len() > limits::CONFIG_MAX_BYTES => {
+            return Err(named(format!(
+                "{} bytes, over the {} bytes a configuration file may have",
+                src.len(),
+                limits::CONFIG_MAX_BYTES
+            )));
+        }
         Some(src) => read_file(src, &mut raw).map_err(named)?,
         None if var(env, "TOOLPRUNE_CONFIG").is_some() => {
             return Err(named("no such file (named by TOOLPRUNE_CONFIG)".to_string()));
@@ -893,6 +900,16 @@ mod tests {
     }
 
     #[test]
+    fn a_config_file_over_one_mebibyte_is_refused_at_once_in_one_line() {
+        let big = format!("enabled = true\n# {}\n", "x".repeat(limits::CONFIG_MAX_BYTES));
+        let err = resolve(&env(&[("TOOLPRUNE_CONFIG", "/c.toml")]), Some(&big)).unwrap_err();
+        assert_eq!(err, format!("configuration /c.toml: {} bytes, over the 1048576 bytes a configuration file may have", big.len()));
+        let fits = format!("enabled = true\n#{}\n", "x".repeat(limits::CONFIG_MAX_BYTES - 17));
+        assert_eq!(fits.len(), limits::CONFIG_MAX_BYTES);
+        assert!(resolve(&env(&[]), Some(&fits)).is_ok());
+    }
+
+    #[test]
     fn call_limits_grow_with_the_input() {
         let (f0, w0, m0) = call_limits(0);
         let (f1, w1, m1) = call_limits(18_000_000);
@@ -902,7 +919,7 @@ mod tests {
         assert_eq!(call_limits(0), (limits::FUEL_BASE, limits::WALL_MS_BASE, limits::MEMORY_BASE));
         assert_eq!(
             call_limits(1_000_000),
-            (limits::FUEL_BASE + 1_000_000 * limits::FUEL_PER_BYTE, limits::WALL_MS_BASE + 1_000, limits::MEMORY_BASE + 16_000_000)
+            (limits::FUEL_BASE + 1_000_000 * limits::FUEL_PER_BYTE, limits::WALL_MS_BASE + 10_000, limits::MEMORY_BASE + 16_000_000)
         );
         assert_eq!(call_limits(u64::MAX).2, limits::MEMORY_MAX);
     }

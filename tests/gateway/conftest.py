@@ -306,7 +306,7 @@ plugins:
   - name: "toolprune"
     kind: "toolprune.contextforge.ToolprunePlugin"
     description: "Prunes large tool results to the paragraphs relevant to the user's request"
-    version: "0.2.0"
+    version: "0.3.0"
     author: "toolprune"
     hooks: ["tool_pre_invoke", "tool_post_invoke"]
     mode: "transform"

@@ -1,7 +1,7 @@
 //! Writes the toolprune component to `dist/toolprune.wasm` (or to the path
 //! given as the only argument) and prints its size and SHA-256. Beside it,
-//! `contract-0.1.0.wasm`: a component of another contract version, for the
-//! hosts' version-check tests (`toolprune_artifacts::contract_0_1_component`).
+//! `contract-0.2.0.wasm`: a component of another contract version, for the
+//! hosts' version-check tests (`toolprune_artifacts::contract_0_2_component`).
 //!
 //! ```text
 //! cargo run -p toolprune-artifacts --bin toolprune-dist [-- OUT]
@@ -25,8 +25,8 @@ fn main() -> ExitCode {
         eprintln!("toolprune-dist: writing {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
-    let foreign = out.with_file_name("contract-0.1.0.wasm");
-    if let Err(e) = std::fs::write(&foreign, toolprune_artifacts::contract_0_1_component()) {
+    let foreign = out.with_file_name("contract-0.2.0.wasm");
+    if let Err(e) = std::fs::write(&foreign, toolprune_artifacts::contract_0_2_component()) {
         eprintln!("toolprune-dist: writing {}: {e}", foreign.display());
         return ExitCode::FAILURE;
     }

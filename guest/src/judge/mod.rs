@@ -8,8 +8,9 @@
 //!
 //! [`Job`] is the single code path: load → [`Job::scoring_request`] (the one
 //! call, as a scoring request with a single batch whose `jev-body` is the
-//! judge's body) → [`Job::finish`]. The one-shot [`route`] is this job with
-//! fixed answers in the middle (the guest imports nothing).
+//! judge's body) → [`Job::finish`]. [`decide_with`] (the `decide` export) is
+//! this job with the imported `scorer.score` in the middle; [`route`] is it
+//! with fixed answers.
 //!
 //! A scorer failure is [`Verdict::Failed`] with its class, never `otherwise`:
 //! "could not judge" and "no rule matched" are different events.
@@ -23,7 +24,7 @@ pub mod rules;
 use crate::component::wit::judge::{
     Answer as WitAnswer, Decision, LoadError as WitLoadError, QuestionKind, Verdict as WitVerdict,
 };
-use crate::component::wit::types::{
+use crate::component::wit::scorer::{
     Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop,
 };
 use crate::jev;
@@ -193,6 +194,20 @@ pub fn route(rules: &str, message: String, model: Option<String>, answers: &str)
     let job = Job::load(rules, message, model).map_err(load_errors_to_wit)?;
     let judgement = job.decide(Reply::Body(answers));
     Ok(to_wit(&job.rules, judgement))
+}
+
+/// The one-call `decide` export: load, one call of `score` (the imported
+/// scorer) with [`Job::scoring_request`], decide. A rules file with problems
+/// makes no call.
+pub fn decide_with(
+    rules: &str,
+    message: String,
+    model: Option<String>,
+    score: impl FnOnce(&ScoringRequest) -> ScoringResponse,
+) -> Result<Decision, Vec<WitLoadError>> {
+    let job = Job::load(rules, message, model).map_err(load_errors_to_wit)?;
+    let response = score(&job.scoring_request());
+    Ok(job.finish(response))
 }
 
 pub fn load_errors_to_wit(errors: Vec<LoadError>) -> Vec<WitLoadError> {

@@ -418,3 +418,25 @@ fn all_errors_come_at_once_in_line_order() {
         .collect();
     assert!(lines.windows(2).all(|w| w[0] <= w[1]), "{errors:#?}");
 }
+
+#[test]
+fn decide_calls_the_scorer_once_with_the_judges_request_and_never_for_a_bad_file() {
+    let body = answers(0.1, [0.1, 0.8, 0.1], [0.2, 0.5, 0.3], 1.1);
+    let mut seen = Vec::new();
+    let decision = decide_with(SEED_RULES, "Add a flag".to_string(), None, |request| {
+        seen.push(request.batches.iter().map(|b| b.jev_body.clone()).collect::<Vec<_>>());
+        ScoringResponse { answers: Ok(vec![BatchAnswer::JevResponse(body.clone())]), elapsed_ms: 3 }
+    })
+    .unwrap();
+    let job = Job::load(SEED_RULES, "Add a flag".to_string(), None).unwrap();
+    assert_eq!(seen, vec![vec![job.body()]], "one call, the job's own request");
+    let by_job = job.finish(ScoringResponse { answers: Ok(vec![BatchAnswer::JevResponse(body.clone())]), elapsed_ms: 3 });
+    assert_eq!(decision.log_line, by_job.log_line);
+    let mut called = false;
+    assert!(decide_with("[questions", "m".to_string(), None, |_| {
+        called = true;
+        unreachable!()
+    })
+    .is_err());
+    assert!(!called);
+}

@@ -50,7 +50,7 @@ def test_a_component_of_another_contract_is_refused_naming_both_versions(tmp_pat
     with pytest.raises(ComponentError) as info:
         Pruner.load(wasm=component_exporting(tmp_path, *names), cache_dir=False)
     assert str(info.value) == (
-        f"toolprune: this component implements contract {found}, this host needs 0.2.x (rebuild or reinstall toolprune)"
+        f"toolprune: this component implements contract {found}, this host needs 0.3.x (rebuild or reinstall toolprune)"
     )
 
 

@@ -203,7 +203,7 @@ fn engine() -> anyhow::Result<Engine> {
 /// Checks, before instantiating, that every `toolprune:pruner/*` export of
 /// `component` carries contract version 0.2.x (WIT rule 8 of the host
 /// design). Errors: `toolprune: this component implements contract X, this
-/// host needs 0.2.x (rebuild or reinstall toolprune)`.
+/// host needs 0.3.x (rebuild or reinstall toolprune)`.
 pub fn check_version(engine: &Engine, component: &Component) -> anyhow::Result<()> {
     let ty = component.component_type();
     let mut found = Vec::new();

@@ -6,9 +6,9 @@
 //! again instead.
 //!
 //! The tests plant a *valid* compiled entry of another component (the
-//! contract-0.1.0 build) under the real component's entry name, with a
+//! contract-0.2.0 build) under the real component's entry name, with a
 //! matching digest: loaded, it makes `Pruner::load` fail ("implements
-//! contract 0.1.0"), so a load that succeeds proves the entry was not used.
+//! contract 0.2.0"), so a load that succeeds proves the entry was not used.
 //! `a_planted_entry_of_this_user_is_loaded` shows the plant works.
 //!
 //! The second user is uid 65534 (`nobody`): files are chowned to it and
@@ -72,7 +72,7 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 /// The real component's entry stem and its compiled bytes, and a compiled
-/// entry of the contract-0.1.0 component made by the same engine.
+/// entry of the contract-0.2.0 component made by the same engine.
 struct Entries {
     stem: String,
     good: Vec<u8>,
@@ -88,8 +88,8 @@ fn entries() -> &'static Entries {
         let good = std::fs::read(dir.join(&cwasm)).unwrap();
         let stem = cwasm.trim_end_matches(".cwasm").to_string();
         let other = scratch("contract-0.1");
-        load(Some(toolprune_artifacts::contract_0_1_component().to_vec()), &other).expect_err("0.1.0 is refused");
-        let foreign_name = names(&other).into_iter().find(|n| n.ends_with(".cwasm")).expect("the 0.1.0 compile was cached");
+        load(Some(toolprune_artifacts::contract_0_2_component().to_vec()), &other).expect_err("0.2.0 is refused");
+        let foreign_name = names(&other).into_iter().find(|n| n.ends_with(".cwasm")).expect("the 0.2.0 compile was cached");
         let foreign = std::fs::read(other.join(foreign_name)).unwrap();
         assert_ne!(foreign, good);
         Entries { stem, good, foreign }
@@ -130,7 +130,7 @@ fn owner(path: &Path) -> u32 {
 fn assert_recompiled_and_replaced(dir: &Path) {
     let e = entries();
     let pruner = load(None, dir).expect("the planted entry is not loaded");
-    assert_eq!(pruner.version(), "0.2.0");
+    assert_eq!(pruner.version(), "0.3.0");
     let entry = dir.join(format!("{}.cwasm", e.stem));
     let digest = dir.join(format!("{}.sha256", e.stem));
     assert_eq!(std::fs::read(&entry).unwrap(), e.good, "the entry is rewritten");
@@ -153,8 +153,8 @@ fn a_planted_entry_of_this_user_is_loaded() {
     // loads 0.2.0 from a planted directory did not use it.
     let dir = private("control");
     plant(&dir);
-    let err = load(None, &dir).expect_err("the planted 0.1.0 entry is loaded");
-    assert!(format!("{err:#}").contains("implements contract 0.1.0"), "{err:#}");
+    let err = load(None, &dir).expect_err("the planted 0.2.0 entry is loaded");
+    assert!(format!("{err:#}").contains("implements contract 0.2.0"), "{err:#}");
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn a_cache_directory_another_user_owns_is_never_used() {
     }
     let before = names(&dir);
     let pruner = load(None, &dir).expect("nothing of the other user's is loaded");
-    assert_eq!(pruner.version(), "0.2.0");
+    assert_eq!(pruner.version(), "0.3.0");
     assert_eq!(names(&dir), before, "nothing is written into another user's directory");
     assert_eq!(std::fs::read(&entry).unwrap(), entries().foreign);
     assert_eq!(owner(&dir), NOBODY);
@@ -285,6 +285,6 @@ fn a_cache_directory_that_is_a_link_is_never_used() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let before = names(&real);
     let pruner = load(None, &link).expect("the linked directory is not used");
-    assert_eq!(pruner.version(), "0.2.0");
+    assert_eq!(pruner.version(), "0.3.0");
     assert_eq!(names(&real), before, "nothing is written through the link");
 }

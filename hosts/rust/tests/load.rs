@@ -40,12 +40,12 @@ fn prune(pruner: &Pruner) -> (String, Vec<String>) {
 
 #[test]
 fn a_component_of_another_contract_is_refused_naming_both_versions() {
-    // wit/ with its version rewritten to 0.1.0, encoded by the artifacts build.
-    let foreign = toolprune_artifacts::contract_0_1_component().to_vec();
-    let err = load(Some(foreign), CacheDir::Off).expect_err("0.1.0 is refused");
+    // wit/since_v0.2.0/ (the frozen 0.2 contract), encoded by the artifacts build.
+    let foreign = toolprune_artifacts::contract_0_2_component().to_vec();
+    let err = load(Some(foreign), CacheDir::Off).expect_err("0.2.0 is refused");
     let message = format!("{err:#}");
     assert!(
-        message.contains("this component implements contract 0.1.0, this host needs 0.2.x (rebuild or reinstall toolprune)"),
+        message.contains("this component implements contract 0.2.0, this host needs 0.3.x (rebuild or reinstall toolprune)"),
         "{message}"
     );
 }
@@ -53,7 +53,7 @@ fn a_component_of_another_contract_is_refused_naming_both_versions() {
 #[test]
 fn the_built_component_reports_its_version() {
     let pruner = load(None, CacheDir::Off).unwrap();
-    assert_eq!(pruner.version(), "0.2.0");
+    assert_eq!(pruner.version(), "0.3.0");
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {

@@ -51,7 +51,7 @@ from .types import (
     UnitInfo,
 )
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def __getattr__(name: str) -> Any:

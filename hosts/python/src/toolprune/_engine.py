@@ -324,7 +324,7 @@ def contract_version(component: Component, engine: Engine, path: Path) -> str:
     """The version of the ``toolprune:pruner`` interfaces ``component`` exports.
 
     Raises :class:`ComponentError` unless every one is ``0.2.x``: ``toolprune:
-    this component implements contract X, this host needs 0.2.x (rebuild or
+    this component implements contract X, this host needs 0.3.x (rebuild or
     reinstall toolprune)``.
     """
     names = list(component.type.exports(engine))
