@@ -24,7 +24,7 @@
 //! | [`settings`] | thresholds, configuration, prunable tools, retries, call limits, failure lines | §6, §11, §15 |
 //! | [`limits`] | every number of the SPEC | all |
 //! | [`judge`] | the judge router | §13 |
-//! | [`json`], [`number`], [`toml`] | JSON string escaping, decimals, the TOML reader | — |
+//! | [`json`], [`number`], [`toml_file`] | JSON string escaping, decimals, config and rules files read with the `toml` crate | — |
 
 pub mod basis;
 pub mod batch;
@@ -48,4 +48,4 @@ pub mod settings;
 pub mod shape;
 pub mod split;
 pub mod stub;
-pub mod toml;
+pub mod toml_file;

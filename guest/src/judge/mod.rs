@@ -1,7 +1,7 @@
 //! The judge router (seed 003 §5, SPEC §13): typed questions and rules a
 //! person wrote decide where a message goes, with one Jev call.
 //!
-//! - [`rules`]: the rules file, read by [`crate::toml`] and validated;
+//! - [`rules`]: the rules file, read by [`crate::toml_file`] (the `toml` crate) and validated;
 //! - [`expr`]: the `when` grammar, its checker and its evaluation;
 //! - [`codec`]: the Jev request and the reading of its answers;
 //! - [`log`]: the `judge:` line.
