@@ -1,5 +1,5 @@
-//! A TOML file as the config file ([`crate::settings`]) and the judge's rules
-//! file read it: parsed by the `toml` crate (`DeTable::parse`: spanned,
+//! A TOML file as the config file (`settings`) and the judge's rules file
+//! (`judge::rules`) read it: parsed by the `toml` crate (`DeTable::parse`: spanned,
 //! in the file's key order, without serde's derive), with one-line messages
 //! and 1-based line:column positions.
 //!

@@ -286,7 +286,7 @@ fn route_decides_from_fixed_answers() {
     assert_eq!(decision.rule, None);
     assert!(matches!(
         decision.verdict,
-        crate::component::wit::judge::Verdict::Failed(crate::component::wit::types::FailureClass::Undecodable)
+        crate::types::Verdict::Failed(crate::types::FailureClass::Undecodable)
     ));
     let errors = route("nope", "m".into(), None, "{}").unwrap_err();
     assert_eq!(errors[0].line, 1);
