@@ -4,9 +4,7 @@
 //! the scores, the rest is the text (padded to pass the 4,000-character gate).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use toolprune_guest::component::wit::pruner::{Fate, Outcome, PruneInput, ScorerChoice};
-use toolprune_guest::component::wit::scorer::{BatchAnswer, ScoringResponse};
-use toolprune_guest::component::wit::types::Lang;
+use toolprune_guest::types::{BatchAnswer, Fate, Lang, Outcome, PruneInput, ScorerChoice, ScoringResponse};
 use toolprune_guest::prune::{inspect, Job};
 
 fuzz_target!(|data: &[u8]| {

@@ -36,8 +36,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use toolprune_guest::component::wit::pruner::{Outcome, PruneInput, Pruned, ScorerChoice};
-use toolprune_guest::component::wit::types::{BatchAnswer, Lang, ScoringResponse};
+use toolprune_guest::types::{BatchAnswer, Lang, Outcome, PruneInput, Pruned, ScorerChoice, ScoringResponse};
 use toolprune_guest::offline::{self, Params};
 use toolprune_guest::log::outcome_name;
 use toolprune_guest::prune::Job;
@@ -135,6 +134,9 @@ fn input(doc: &Doc, threshold: f64, lang: Lang, scorer: ScorerChoice) -> PruneIn
         jev_model: None,
         agent: "eval".into(),
         tool: "eval".into(),
+        arguments: None,
+        pruned_calls: Vec::new(),
+        work_budget: None,
     }
 }
 

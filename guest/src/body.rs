@@ -4,7 +4,7 @@
 //! place, a JSON array's dropped runs replaced by marker string elements —
 //! and the JSON array text `omitted` returns for elements.
 
-use crate::component::wit::types::Lang;
+use crate::types::Lang;
 use crate::shape::Wrapper;
 use crate::split::Paragraph;
 

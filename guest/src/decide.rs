@@ -1,5 +1,5 @@
 //! SPEC §7: which paragraphs drop, the net ratio, and the floor. The body
-//! itself is [`crate::body`]'s.
+//! itself is the `body` module's.
 
 use crate::limits::MIN_REDUCTION;
 

@@ -1,10 +1,10 @@
 //! SPEC §2: the cheap gates — when pruning is not even attempted (nothing
 //! sent; no log line, but for the repeat gate, which stats count). The shape
-//! gate (`structured`) and the basis gate (`no_basis`) follow in
-//! [`crate::prune`], since they log. [`call_key`]: what makes two calls "the
+//! gate (`structured`) and the basis gate (`no_basis`) follow in the `prune`
+//! module (which uses this one), since they log. [`call_key`]: what makes two calls "the
 //! same tool with the same arguments".
 
-use crate::component::wit::pruner::Gate;
+use crate::types::Gate;
 use crate::limits::MIN_CHARS;
 
 /// The facts a host passes about one tool result.

@@ -149,16 +149,16 @@ pub const RETRY_ON: [(u16, u16); 2] = [(429, 429), (500, 599)];
 
 /// How every host must run the scorer's requests (SPEC §4.6, §11), for
 /// pruning and the judge alike: the numbers live here, not in the hosts.
-/// Retries are decided per answer by [`crate::settings::retry_delay`].
-pub fn transport_policy() -> crate::component::wit::scorer::TransportPolicy {
+/// Retries are decided per answer by `settings::retry_delay` (which uses [`RETRY_ON`]).
+pub fn transport_policy() -> crate::types::TransportPolicy {
     use crate::limits;
-    crate::component::wit::scorer::TransportPolicy { max_in_flight: limits::MAX_IN_FLIGHT, deadline_ms: limits::DEADLINE_MS }
+    crate::types::TransportPolicy { max_in_flight: limits::MAX_IN_FLIGHT, deadline_ms: limits::DEADLINE_MS }
 }
 
 /// The WIT enum of a failure class named by [`failure_class`] (or
 /// `undecodable`, `no-answer`, `timeout`, `cancelled`).
-pub fn class_of(name: &str) -> crate::component::wit::types::FailureClass {
-    use crate::component::wit::types::FailureClass as C;
+pub fn class_of(name: &str) -> crate::types::FailureClass {
+    use crate::types::FailureClass as C;
     match name {
         "http-4xx" => C::Http4xx,
         "http-5xx" => C::Http5xx,

@@ -1,8 +1,11 @@
 //! The toolprune guest: every rule of the SPEC, once. Each module holds one
-//! rule, is plain Rust, and is tested natively (`cargo test -p
-//! toolprune-guest`); [`component`] binds them to the WIT world
-//! `toolprune:pruner/toolprune` (`wit/`), compiled for
+//! rule, is plain Rust on the plain types of [`types`], and is tested
+//! natively (`cargo test -p toolprune-guest`); [`component`] binds them to
+//! the WIT world `toolprune:pruner/toolprune` (`wit/`), compiled for
 //! `wasm32-unknown-unknown`; its only import is the host's `scorer.score`.
+//! The generated bindings are private to [`component`], which converts at
+//! the boundary; no module uses [`component`], and the modules form no
+//! import cycle (`tests/modules.rs`).
 //!
 //! | module | rule | SPEC |
 //! |---|---|---|
@@ -24,7 +27,9 @@
 //! | [`settings`] | thresholds, configuration, prunable tools, retries, call limits, failure lines | §6, §11, §15 |
 //! | [`limits`] | every number of the SPEC | all |
 //! | [`judge`] | the judge router | §13 |
-//! | [`json`], [`number`], [`toml`] | JSON string escaping, decimals, the TOML reader | — |
+//! | [`json`], [`number`], [`toml_file`] | JSON string escaping, decimals, config and rules files read with the `toml` crate | — |
+//! | [`types`] | the contract's values as plain Rust types (WIT names and fields) | §14 |
+//! | [`component`] | the WIT bindings (private) and the conversions to and from [`types`] | §14 |
 
 pub mod basis;
 pub mod batch;
@@ -48,4 +53,5 @@ pub mod settings;
 pub mod shape;
 pub mod split;
 pub mod stub;
-pub mod toml;
+pub mod toml_file;
+pub mod types;

@@ -60,7 +60,7 @@ pub const MEMORY_PER_BYTE: u64 = 16;
 /// … and at most this (wasm32 addresses 4 GiB).
 pub const MEMORY_MAX: u64 = 3 << 30;
 
-/// SPEC §7: the guest's work budget for one result ([`crate::budget`]):
+/// SPEC §7: the guest's work budget for one result (counted by the `budget` module):
 /// this base (units) …
 pub const WORK_BASE: u64 = 1_000_000;
 /// … plus this many units per byte of the text. Pruning charges ≈ 4–6 units

@@ -1,9 +1,9 @@
 //! SPEC §12: the log lines — counts, never text. Every line the product
 //! writes is built here or from [`label`] (the `tool omitted:` line in
-//! [`crate::omitted`], the judge's in [`crate::judge::log`], a host's
-//! failure line in [`crate::settings::failure_line`]).
+//! the `omitted` module, the judge's in `judge::log`, a host's failure line
+//! in `settings::failure_line`: they use this module, not the reverse).
 
-use crate::component::wit::pruner::{Counts, Outcome, Shape};
+use crate::types::{Counts, Outcome, Shape};
 
 /// A label given by the host or a user (`agent=`, `name=`): whitespace,
 /// `=` and control characters become `_` so the line stays one line of

@@ -7,9 +7,7 @@
 //! so answering never splits or classifies a text again: the answer depends
 //! only on the record. Hosts store `data` as it is and never read it.
 
-use crate::component::wit::omitted::{Dialect, OmittedOutcome, OmittedResult};
-use crate::component::wit::pruner::{Shape, StoredResult};
-use crate::component::wit::types::Lang;
+use crate::types::{Dialect, Lang, OmittedOutcome, OmittedResult, Shape, StoredResult};
 use crate::limits::OMITTED_MAX_CHARS;
 use crate::body::thousands;
 use serde_json::Value;

@@ -7,8 +7,7 @@
 
 use serde::Serialize;
 
-use crate::component::wit::pruner::{Fate, Gate, Inspection, Pruned, UnitKind};
-use crate::component::wit::types::FailureClass;
+use crate::types::{FailureClass, Fate, Gate, Inspection, Pruned, UnitKind};
 
 /// The `prune --json` report of one result, fields in this order.
 #[derive(Serialize)]

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::component::wit::scorer::{BatchAnswer, ScoringRequest, ScoringResponse};
+use crate::types::{BatchAnswer, ScoringRequest, ScoringResponse};
 
 fn words(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().nth(3).is_some()).map(str::to_lowercase).collect()

@@ -14,8 +14,7 @@
 //! `body::wrapper` alone is `shape::tests::replace_parses_keeps_outside_bytes_and_decodes_to_the_new_value`.
 
 use proptest::prelude::*;
-use toolprune_guest::component::wit::pruner::{Fate, Outcome, PruneInput, Pruned, ScorerChoice};
-use toolprune_guest::component::wit::types::{BatchAnswer, Lang, ScoringResponse};
+use toolprune_guest::types::{BatchAnswer, Fate, Lang, Outcome, PruneInput, Pruned, ScorerChoice, ScoringResponse};
 use toolprune_guest::prune::{inspect, Job};
 
 const REQUEST: &str = "How do I configure the retry limit and the backoff of the upload client?";
@@ -34,6 +33,9 @@ fn input(text: &str, scores_lang: Lang, threshold: f64) -> PruneInput {
         jev_model: None,
         agent: "prop".into(),
         tool: "fetch".into(),
+        arguments: None,
+        pruned_calls: Vec::new(),
+        work_budget: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The judge router (seed 003 §5, SPEC §13): typed questions and rules a
 //! person wrote decide where a message goes, with one Jev call.
 //!
-//! - [`rules`]: the rules file, read by [`crate::toml`] and validated;
+//! - [`rules`]: the rules file, read by [`crate::toml_file`] (the `toml` crate) and validated;
 //! - [`expr`]: the `when` grammar, its checker and its evaluation;
 //! - [`codec`]: the Jev request and the reading of its answers;
 //! - [`log`]: the `judge:` line.
@@ -21,13 +21,10 @@ pub mod log;
 pub mod rules;
 
 
-use crate::component::wit::judge::{
-    Answer as WitAnswer, Decision, LoadError as WitLoadError, QuestionKind, Verdict as WitVerdict,
-};
-use crate::component::wit::scorer::{
-    Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop,
-};
 use crate::jev;
+use crate::types::{
+    self, Batch, BatchAnswer, Decision, Failure, QuestionKind, ScoringRequest, ScoringResponse, ScoringStop,
+};
 
 pub use expr::Answer;
 pub use rules::{Action, LoadError, Rules};
@@ -184,16 +181,16 @@ impl Job {
 
     /// Decides from the host's response (the `finish` method).
     pub fn finish(&self, response: ScoringResponse) -> Decision {
-        to_wit(&self.rules, self.decide(Reply::of(&response)))
+        decision(&self.rules, self.decide(Reply::of(&response)))
     }
 }
 
 /// The one-shot `route` export: fixed `answers` (a Jev response text), or
 /// one call through `score` (the imported scorer).
-pub fn route(rules: &str, message: String, model: Option<String>, answers: &str) -> Result<Decision, Vec<WitLoadError>> {
-    let job = Job::load(rules, message, model).map_err(load_errors_to_wit)?;
+pub fn route(rules: &str, message: String, model: Option<String>, answers: &str) -> Result<Decision, Vec<LoadError>> {
+    let job = Job::load(rules, message, model)?;
     let judgement = job.decide(Reply::Body(answers));
-    Ok(to_wit(&job.rules, judgement))
+    Ok(decision(&job.rules, judgement))
 }
 
 /// The one-call `decide` export: load, one call of `score` (the imported
@@ -203,25 +200,16 @@ pub fn decide_with(
     rules: &str,
     message: String,
     model: Option<String>,
-    score: impl FnOnce(&ScoringRequest) -> ScoringResponse,
-) -> Result<Decision, Vec<WitLoadError>> {
-    let job = Job::load(rules, message, model).map_err(load_errors_to_wit)?;
-    let response = score(&job.scoring_request());
+    score: impl FnOnce(ScoringRequest) -> ScoringResponse,
+) -> Result<Decision, Vec<LoadError>> {
+    let job = Job::load(rules, message, model)?;
+    let response = score(job.scoring_request());
     Ok(job.finish(response))
 }
 
-pub fn load_errors_to_wit(errors: Vec<LoadError>) -> Vec<WitLoadError> {
-    errors
-        .into_iter()
-        .map(|e| WitLoadError {
-            line: e.line,
-            column: e.column,
-            message: e.message,
-        })
-        .collect()
-}
-
-fn to_wit(rules: &Rules, j: Judgement) -> Decision {
+/// The judgement as the contract's [`Decision`]: each answer with its
+/// question's kind, the failure class by its WIT name.
+fn decision(rules: &Rules, j: Judgement) -> Decision {
     let answers = j
         .answers
         .iter()
@@ -243,7 +231,7 @@ fn to_wit(rules: &Rules, j: Judgement) -> Decision {
                     mean,
                 } => (Some(level.to_string()), *p, Some(*margin), Some(*mean)),
             };
-            WitAnswer {
+            types::Answer {
                 question: name.clone(),
                 kind,
                 value,
@@ -254,9 +242,9 @@ fn to_wit(rules: &Rules, j: Judgement) -> Decision {
         })
         .collect();
     let verdict = match j.verdict {
-        Verdict::Routed(to) => WitVerdict::Routed(to),
-        Verdict::Returned(note) => WitVerdict::Returned(note),
-        Verdict::Failed(class) => WitVerdict::Failed(jev::class_of(class)),
+        Verdict::Routed(to) => types::Verdict::Routed(to),
+        Verdict::Returned(note) => types::Verdict::Returned(note),
+        Verdict::Failed(class) => types::Verdict::Failed(jev::class_of(class)),
     };
     Decision {
         verdict,

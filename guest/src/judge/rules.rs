@@ -1,6 +1,7 @@
 //! The rules file (seed 003 §5): typed questions, ordered rules, `[otherwise]`;
-//! read with [`crate::toml`] and validated with a message per problem, each
-//! with its line and column.
+//! read with [`crate::toml_file`] (the `toml` crate) and validated with a
+//! message per problem, each with its line and column. A rules file holds no
+//! numbers: thresholds live inside `when` strings.
 //!
 //! ```toml
 //! [questions.kind]
@@ -19,7 +20,7 @@
 use core::ops::Range;
 
 use super::expr::{self, join, Expr, Shape};
-use crate::toml::{self, Entry, Item, Table, Value};
+use crate::toml_file::{self, kind, DeTable as Table, DeValue as Value, Item, Key};
 
 /// Score questions have 2 to 10 levels (Jev refuses 11 with a 400).
 pub const MIN_LEVELS: usize = 2;
@@ -111,13 +112,26 @@ pub fn load(src: &str) -> Result<Rules, Vec<LoadError>> {
         );
         return Err(v.errors);
     }
-    let root = match toml::parse(src) {
+    let root = match toml_file::parse(src) {
         Ok(root) => root,
         Err(e) => {
             v.error(e.at, format!("TOML: {}", e.message));
             return Err(v.errors);
         }
     };
+    // One message for the first number (or date, `inf`, `nan`), as for a
+    // syntax error: thresholds go inside `when`.
+    let number = |v: &Item<'_>| matches!(v.get_ref(), Value::Integer(_) | Value::Float(_) | Value::Datetime(_));
+    if let Some(n) = toml_file::first(&root, &number) {
+        let text = src.get(n.span()).unwrap_or("");
+        let message = if text.contains(['i', 'n']) {
+            toml_file::NOT_A_VALUE
+        } else {
+            "a rules file holds no numbers: thresholds go inside `when`, as in when = \"risky >= 0.7\""
+        };
+        v.error(n.span().start, format!("TOML: {message}"));
+        return Err(v.errors);
+    }
     let rules = v.rules_file(&root);
     // In the file's order (a few errors: insertion sort keeps the component small).
     for i in 1..v.errors.len() {
@@ -136,22 +150,6 @@ pub fn load(src: &str) -> Result<Rules, Vec<LoadError>> {
     }
 }
 
-/// 1-based line and column (characters) of byte `at` in `src`.
-pub fn position(src: &str, at: usize) -> (u32, u32) {
-    let mut at = at.min(src.len());
-    while !src.is_char_boundary(at) {
-        at -= 1;
-    }
-    let before = &src[..at];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |n| n + 1);
-    let column = src[line_start..at].chars().count() + 1;
-    (
-        u32::try_from(line).unwrap_or(u32::MAX),
-        u32::try_from(column).unwrap_or(u32::MAX),
-    )
-}
-
 struct Validator<'s> {
     src: &'s str,
     errors: Vec<LoadError>,
@@ -159,9 +157,16 @@ struct Validator<'s> {
 
 const QUESTION_KEYS: [&str; 6] = ["type", "ask", "options", "true_if", "false_if", "levels"];
 
+/// A key and its value, as a table holds them.
+type Entry<'t, 's> = (&'t Key<'s>, &'t Item<'s>);
+
+fn name<'t>(key: &'t Key<'_>) -> &'t str {
+    key.get_ref().as_ref()
+}
+
 impl Validator<'_> {
     fn error(&mut self, at: usize, message: impl Into<String>) {
-        let (line, column) = position(self.src, at);
+        let (line, column) = toml_file::position(self.src, at);
         self.errors.push(LoadError {
             line,
             column,
@@ -169,19 +174,19 @@ impl Validator<'_> {
         });
     }
 
-    fn rules_file(&mut self, root: &Table) -> Option<Rules> {
-        for entry in &root.entries {
-            if !["questions", "rules", "otherwise"].contains(&entry.key.as_str()) {
+    fn rules_file(&mut self, root: &Table<'_>) -> Option<Rules> {
+        for (key, _) in root {
+            if !["questions", "rules", "otherwise"].contains(&name(key)) {
                 self.error(
-                    entry.key_span.start,
-                    format!("unknown key `{}`: a rules file has `[questions.NAME]`, `[[rules]]` and `[otherwise]`", entry.key),
+                    key.span().start,
+                    format!("unknown key `{}`: a rules file has `[questions.NAME]`, `[[rules]]` and `[otherwise]`", name(key)),
                 );
             }
         }
         let questions = self.questions(root);
         // Without valid questions, `when`s are checked for syntax only.
         let rules = self.rules(root, questions.as_deref());
-        let otherwise = match root.get("otherwise") {
+        let otherwise = match root.get_key_value("otherwise") {
             None => {
                 self.error(
                     self.src.len(),
@@ -189,30 +194,28 @@ impl Validator<'_> {
                 );
                 None
             }
-            Some(entry) => match &entry.item.value {
+            Some((key, item)) => match item.get_ref() {
                 Value::Table(table) => {
-                    self.action("`[otherwise]`", &entry.item, table, &["do", "to", "note"])
+                    self.action("`[otherwise]`", item, table, &["do", "to", "note"])
                 }
                 other => {
                     self.error(
-                        entry.key_span.start,
+                        key.span().start,
                         format!(
                             "`otherwise` must be a table `[otherwise]`, not {}",
-                            other.kind()
+                            kind(other)
                         ),
                     );
                     None
                 }
             },
         };
-        if let Some(entry) = root.get("otherwise") {
-            if let Value::Table(table) = &entry.item.value {
-                if let Some(when) = table.get("when") {
-                    self.error(
-                        when.key_span.start,
-                        "`[otherwise]` has no `when`: it applies when no rule matched",
-                    );
-                }
+        if let Some(Value::Table(table)) = root.get("otherwise").map(|i| i.get_ref()) {
+            if let Some((when, _)) = table.get_key_value("when") {
+                self.error(
+                    when.span().start,
+                    "`[otherwise]` has no `when`: it applies when no rule matched",
+                );
             }
         }
         Some(Rules {
@@ -222,28 +225,28 @@ impl Validator<'_> {
         })
     }
 
-    fn questions(&mut self, root: &Table) -> Option<Vec<Question>> {
-        let Some(entry) = root.get("questions") else {
+    fn questions(&mut self, root: &Table<'_>) -> Option<Vec<Question>> {
+        let Some((key, item)) = root.get_key_value("questions") else {
             self.error(0, "no questions: declare at least one `[questions.NAME]` with `type`, `ask` and its answers");
             return None;
         };
-        let Value::Table(table) = &entry.item.value else {
+        let Value::Table(table) = item.get_ref() else {
             self.error(
-                entry.key_span.start,
+                key.span().start,
                 "`questions` must hold tables: `[questions.NAME]`",
             );
             return None;
         };
-        if table.entries.is_empty() {
+        if table.is_empty() {
             self.error(
-                entry.key_span.start,
+                key.span().start,
                 "no questions: declare at least one `[questions.NAME]`",
             );
             return None;
         }
         let mut out = Vec::new();
         let mut ok = true;
-        for entry in &table.entries {
+        for entry in table {
             match self.question(entry) {
                 Some(q) => out.push(q),
                 None => ok = false,
@@ -270,18 +273,18 @@ impl Validator<'_> {
         }
     }
 
-    fn question(&mut self, entry: &Entry) -> Option<Question> {
-        let name = entry.key.as_str();
-        let at = entry.key_span.start;
+    fn question(&mut self, (key, item): Entry<'_, '_>) -> Option<Question> {
+        let name = name(key);
+        let at = key.span().start;
         let named = self.name_ok("a question", name, at);
-        let Value::Table(table) = &entry.item.value else {
+        let Value::Table(table) = item.get_ref() else {
             self.error(
                 at,
                 format!("question `{name}` must be a table `[questions.{name}]`"),
             );
             return None;
         };
-        let kind = match table.get("type").map(|e| &e.item) {
+        let kind = match table.get("type") {
             None => {
                 self.error(
                     at,
@@ -289,35 +292,34 @@ impl Validator<'_> {
                 );
                 return None;
             }
-            Some(Item {
-                value: Value::String(kind),
-                ..
-            }) if ["choice", "noul", "score"].contains(&kind.as_str()) => kind.as_str(),
-            Some(item) => {
-                self.error(
-                    item.span.start,
-                    format!("question `{name}`: `type` must be \"choice\", \"noul\" or \"score\""),
-                );
-                return None;
-            }
+            Some(item) => match item.get_ref().as_str() {
+                Some(kind) if ["choice", "noul", "score"].contains(&kind) => kind,
+                _ => {
+                    self.error(
+                        item.span().start,
+                        format!("question `{name}`: `type` must be \"choice\", \"noul\" or \"score\""),
+                    );
+                    return None;
+                }
+            },
         };
         let allowed: &[&str] = match kind {
             "choice" => &["type", "ask", "options"],
             "noul" => &["type", "ask", "true_if", "false_if"],
             _ => &["type", "ask", "levels"],
         };
-        for e in &table.entries {
-            if !allowed.contains(&e.key.as_str()) {
-                let hint = if QUESTION_KEYS.contains(&e.key.as_str()) {
+        for (k, _) in table {
+            let k_name = self::name(k);
+            if !allowed.contains(&k_name) {
+                let hint = if QUESTION_KEYS.contains(&k_name) {
                     " for this type"
                 } else {
                     ""
                 };
                 self.error(
-                    e.key_span.start,
+                    k.span().start,
                     format!(
-                        "question `{name}`: unknown key `{}`{hint} (a {kind} question has {})",
-                        e.key,
+                        "question `{name}`: unknown key `{k_name}`{hint} (a {kind} question has {})",
                         join(allowed, ", ")
                     ),
                 );
@@ -352,88 +354,72 @@ impl Validator<'_> {
     }
 
     /// A required, non-empty string.
-    fn text(&mut self, table: &Table, key: &str, what: &str, at: usize) -> Option<String> {
-        match table.get(key) {
-            None => {
-                self.error(at, format!("{what} has no `{key}`"));
+    fn text(&mut self, table: &Table<'_>, key: &str, what: &str, at: usize) -> Option<String> {
+        let Some(item) = table.get(key) else {
+            self.error(at, format!("{what} has no `{key}`"));
+            return None;
+        };
+        match item.get_ref() {
+            Value::String(s) if s.trim().is_empty() => {
+                self.error(item.span().start, format!("{what}: `{key}` is empty"));
                 None
             }
-            Some(Entry {
-                item:
-                    Item {
-                        value: Value::String(s),
-                        span,
-                    },
-                ..
-            }) => {
-                if s.trim().is_empty() {
-                    self.error(span.start, format!("{what}: `{key}` is empty"));
-                    None
-                } else {
-                    Some(s.clone())
-                }
-            }
-            Some(e) => {
+            Value::String(s) => Some(s.to_string()),
+            other => {
                 self.error(
-                    e.item.span.start,
-                    format!(
-                        "{what}: `{key}` must be a string, not {}",
-                        e.item.value.kind()
-                    ),
+                    item.span().start,
+                    format!("{what}: `{key}` must be a string, not {}", kind(other)),
                 );
                 None
             }
         }
     }
 
-    fn options(&mut self, name: &str, table: &Table, at: usize) -> Option<Vec<(String, String)>> {
-        let Some(entry) = table.get("options") else {
+    fn options(&mut self, name: &str, table: &Table<'_>, at: usize) -> Option<Vec<(String, String)>> {
+        let Some(item) = table.get("options") else {
             self.error(
                 at,
                 format!("question `{name}` has no `options = {{ name = \"description\", … }}`"),
             );
             return None;
         };
-        let Value::Table(options) = &entry.item.value else {
+        let Value::Table(options) = item.get_ref() else {
             self.error(
-                entry.item.span.start,
-                format!("question `{name}`: `options` must be a table of name = \"description\", not {}", entry.item.value.kind()),
+                item.span().start,
+                format!("question `{name}`: `options` must be a table of name = \"description\", not {}", kind(item.get_ref())),
             );
             return None;
         };
-        let n = options.entries.len();
+        let n = options.len();
         if !(MIN_OPTIONS..=MAX_OPTIONS).contains(&n) {
             self.error(
-                entry.item.span.start,
+                item.span().start,
                 format!("question `{name}` has {n} option(s); a choice has {MIN_OPTIONS} to {MAX_OPTIONS}"),
             );
             return None;
         }
         let mut out = Vec::new();
         let mut ok = true;
-        for option in &options.entries {
-            ok &= self.name_ok("an option", &option.key, option.key_span.start);
-            match &option.item.value {
+        for (key, option) in options {
+            let option_name = self::name(key);
+            ok &= self.name_ok("an option", option_name, key.span().start);
+            match option.get_ref() {
                 Value::String(d) if !d.trim().is_empty() => {
-                    out.push((option.key.clone(), d.clone()))
+                    out.push((option_name.to_string(), d.to_string()))
                 }
                 Value::String(_) => {
                     self.error(
-                        option.item.span.start,
-                        format!(
-                            "question `{name}`: option `{}` has an empty description",
-                            option.key
-                        ),
+                        option.span().start,
+                        format!("question `{name}`: option `{option_name}` has an empty description"),
                     );
                     ok = false;
                 }
                 other => {
                     self.error(
-                        option.item.span.start,
+                        option.span().start,
                         format!(
-                            "question `{name}`: option `{}` must be described by a string, not {}",
-                            option.key,
-                            other.kind()
+                            "question `{name}`: option `{option_name}` must be described by a string, not {}",
+                            kind(other)
                         ),
                     );
                     ok = false;
@@ -443,24 +429,24 @@ impl Validator<'_> {
         ok.then_some(out)
     }
 
-    fn levels(&mut self, name: &str, table: &Table, at: usize) -> Option<Vec<String>> {
-        let Some(entry) = table.get("levels") else {
+    fn levels(&mut self, name: &str, table: &Table<'_>, at: usize) -> Option<Vec<String>> {
+        let Some(item) = table.get("levels") else {
             self.error(
                 at,
                 format!("question `{name}` has no `levels = [\"lowest\", …, \"highest\"]`"),
             );
             return None;
         };
-        let Value::Array { items, .. } = &entry.item.value else {
+        let Value::Array(items) = item.get_ref() else {
             self.error(
-                entry.item.span.start,
+                item.span().start,
                 format!("question `{name}`: `levels` must be an array of strings"),
             );
             return None;
         };
         if !(MIN_LEVELS..=MAX_LEVELS).contains(&items.len()) {
             self.error(
-                entry.item.span.start,
+                item.span().start,
                 format!(
                     "question `{name}` has {} level(s); Jev takes {MIN_LEVELS} to {MAX_LEVELS}",
                     items.len()
@@ -469,12 +455,12 @@ impl Validator<'_> {
             return None;
         }
         let mut out = Vec::new();
-        for item in items {
-            match &item.value {
-                Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
+        for level in items.iter() {
+            match level.get_ref() {
+                Value::String(s) if !s.trim().is_empty() => out.push(s.to_string()),
                 _ => {
                     self.error(
-                        item.span.start,
+                        level.span().start,
                         format!("question `{name}`: each level is a non-empty string"),
                     );
                     return None;
@@ -484,24 +470,24 @@ impl Validator<'_> {
         Some(out)
     }
 
-    fn rules(&mut self, root: &Table, questions: Option<&[Question]>) -> Option<Vec<Rule>> {
-        let Some(entry) = root.get("rules") else {
+    fn rules(&mut self, root: &Table<'_>, questions: Option<&[Question]>) -> Option<Vec<Rule>> {
+        let Some((key, item)) = root.get_key_value("rules") else {
             self.error(
                 self.src.len(),
                 "no rules: add at least one `[[rules]]` with `when` and `to` or `do`",
             );
             return None;
         };
-        let Value::Array { items, .. } = &entry.item.value else {
+        let Value::Array(items) = item.get_ref() else {
             self.error(
-                entry.key_span.start,
+                key.span().start,
                 "rules are written as `[[rules]]` tables, in order",
             );
             return None;
         };
         if items.is_empty() {
             self.error(
-                entry.item.span.start,
+                item.span().start,
                 "no rules: add at least one `[[rules]]`",
             );
             return None;
@@ -510,9 +496,9 @@ impl Validator<'_> {
         let mut ok = true;
         for (i, item) in items.iter().enumerate() {
             let what = format!("rule {}", i + 1);
-            let Value::Table(table) = &item.value else {
+            let Value::Table(table) = item.get_ref() else {
                 self.error(
-                    item.span.start,
+                    item.span().start,
                     format!("{what}: rules are written as `[[rules]]` tables"),
                 );
                 ok = false;
@@ -531,28 +517,28 @@ impl Validator<'_> {
     fn when(
         &mut self,
         what: &str,
-        item: &Item,
-        table: &Table,
+        item: &Item<'_>,
+        table: &Table<'_>,
         questions: Option<&[Question]>,
     ) -> Option<Expr> {
-        let Some(entry) = table.get("when") else {
+        let Some(when) = table.get("when") else {
             self.error(
-                item.span.start,
+                item.span().start,
                 format!("{what} has no `when = \"<condition>\"`"),
             );
             return None;
         };
-        let Value::String(src) = &entry.item.value else {
+        let Value::String(src) = when.get_ref() else {
             self.error(
-                entry.item.span.start,
+                when.span().start,
                 format!(
                     "{what}: `when` must be a string, not {}",
-                    entry.item.value.kind()
+                    kind(when.get_ref())
                 ),
             );
             return None;
         };
-        let span = entry.item.span.clone();
+        let span = when.span();
         let parsed = match expr::parse(src) {
             Ok(e) => e,
             Err(e) => {
@@ -605,71 +591,67 @@ impl Validator<'_> {
     fn action(
         &mut self,
         what: &str,
-        item: &Item,
-        table: &Table,
+        item: &Item<'_>,
+        table: &Table<'_>,
         allowed: &[&str],
     ) -> Option<Action> {
-        for e in &table.entries {
-            if !allowed.contains(&e.key.as_str()) && e.key != "when" {
+        for (key, _) in table {
+            if !allowed.contains(&name(key)) && name(key) != "when" {
                 self.error(
-                    e.key_span.start,
+                    key.span().start,
                     format!(
                         "{what}: unknown key `{}` (expected {})",
-                        e.key,
+                        name(key),
                         join(allowed, ", ")
                     ),
                 );
             }
         }
-        let to = table.get("to");
-        let act = table.get("do");
-        let note = table.get("note");
+        let to = table.get_key_value("to");
+        let act = table.get_key_value("do");
+        let note = table.get_key_value("note");
         match (to, act) {
-            (Some(to), Some(act)) => {
-                let at = to.key_span.start.max(act.key_span.start);
+            (Some((to, _)), Some((act, _))) => {
+                let at = to.span().start.max(act.span().start);
                 self.error(at, format!("{what} has both `to` and `do`: a rule either routes (`to = [...]`) or returns (`do = \"return\"`)"));
                 None
             }
             (None, None) => {
                 self.error(
-                    item.span.start,
+                    item.span().start,
                     format!("{what} says neither `to = [\"target\", …]` nor `do = \"return\"`"),
                 );
                 None
             }
-            (Some(to), None) => {
-                if let Some(note) = note {
+            (Some((_, to)), None) => {
+                if let Some((note, _)) = note {
                     self.error(
-                        note.key_span.start,
+                        note.span().start,
                         format!("{what}: `note` goes with `do = \"return\"`, not with `to`"),
                     );
                 }
                 self.targets(what, to).map(Action::Route)
             }
-            (None, Some(act)) => {
-                let ok = match &act.item.value {
-                    Value::String(s) if s == "return" => true,
+            (None, Some((_, act))) => {
+                let ok = match act.get_ref().as_str() {
+                    Some("return") => true,
                     _ => {
-                        self.error(act.item.span.start, format!("{what}: `do` can only be \"return\" (to route, write `to = [...]`)"));
+                        self.error(act.span().start, format!("{what}: `do` can only be \"return\" (to route, write `to = [...]`)"));
                         false
                     }
                 };
-                let note = match note.map(|n| &n.item) {
+                let note = match note.map(|(_, n)| n) {
                     None => Some(None),
-                    Some(Item {
-                        value: Value::String(s),
-                        ..
-                    }) => Some(Some(s.clone())),
-                    Some(other) => {
-                        self.error(
-                            other.span.start,
-                            format!(
-                                "{what}: `note` must be a string, not {}",
-                                other.value.kind()
-                            ),
-                        );
-                        None
-                    }
+                    Some(n) => match n.get_ref() {
+                        Value::String(s) => Some(Some(s.to_string())),
+                        other => {
+                            self.error(
+                                n.span().start,
+                                format!("{what}: `note` must be a string, not {}", kind(other)),
+                            );
+                            None
+                        }
+                    },
                 };
                 if !ok {
                     return None;
@@ -679,50 +661,50 @@ impl Validator<'_> {
         }
     }
 
-    fn targets(&mut self, what: &str, to: &Entry) -> Option<Vec<String>> {
-        let Value::Array { items, .. } = &to.item.value else {
-            let hint = match &to.item.value {
+    fn targets(&mut self, what: &str, to: &Item<'_>) -> Option<Vec<String>> {
+        let Value::Array(items) = to.get_ref() else {
+            let hint = match to.get_ref() {
                 Value::String(s) => format!(" (write `to = [\"{s}\"]`)"),
                 _ => String::new(),
             };
             self.error(
-                to.item.span.start,
+                to.span().start,
                 format!("{what}: `to` must be a list of targets{hint}"),
             );
             return None;
         };
         if items.is_empty() {
             self.error(
-                to.item.span.start,
+                to.span().start,
                 format!("{what}: `to` is empty; name at least one target"),
             );
             return None;
         }
         let mut out: Vec<String> = Vec::new();
         let mut ok = true;
-        for item in items {
-            match &item.value {
+        for item in items.iter() {
+            match item.get_ref() {
                 Value::String(s)
                     if s.trim().is_empty() || s.chars().any(|c| c.is_whitespace() || c == ',') =>
                 {
                     self.error(
-                        item.span.start,
+                        item.span().start,
                         format!("{what}: a target is a name without spaces or commas"),
                     );
                     ok = false;
                 }
-                Value::String(s) if out.contains(s) => {
+                Value::String(s) if out.iter().any(|o| o == s) => {
                     self.error(
-                        item.span.start,
+                        item.span().start,
                         format!("{what}: `{s}` is named twice in `to`"),
                     );
                     ok = false;
                 }
-                Value::String(s) => out.push(s.clone()),
+                Value::String(s) => out.push(s.to_string()),
                 other => {
                     self.error(
-                        item.span.start,
-                        format!("{what}: a target is a string, not {}", other.kind()),
+                        item.span().start,
+                        format!("{what}: a target is a string, not {}", kind(other)),
                     );
                     ok = false;
                 }

@@ -286,7 +286,7 @@ fn route_decides_from_fixed_answers() {
     assert_eq!(decision.rule, None);
     assert!(matches!(
         decision.verdict,
-        crate::component::wit::judge::Verdict::Failed(crate::component::wit::types::FailureClass::Undecodable)
+        crate::types::Verdict::Failed(crate::types::FailureClass::Undecodable)
     ));
     let errors = route("nope", "m".into(), None, "{}").unwrap_err();
     assert_eq!(errors[0].line, 1);
@@ -439,4 +439,42 @@ fn decide_calls_the_scorer_once_with_the_judges_request_and_never_for_a_bad_file
     })
     .is_err());
     assert!(!called);
+}
+
+#[test]
+fn a_rules_file_holds_no_numbers_and_says_where_thresholds_go() {
+    let no_numbers = "a rules file holds no numbers: thresholds go inside `when`, as in when = \"risky >= 0.7\"";
+    for value in ["1", "0.7", "-3", "+1", "1979-05-27", "0x1f"] {
+        let src = with_rule("when = \"kind == research\"\nto = [\"a\"]").replace("ask = \"a\"", &format!("ask = {value}"));
+        assert_eq!(errors(&src), [format!("3:7: TOML: {no_numbers}")], "{value}");
+    }
+    // The first number in the file, at any depth; a number inside `when` is text.
+    let src = with_rule("when = \"kind == research\"\nto = [\"a\", [2]]\nnote = 1").replace("research = \"r\"", "research = \"r\", x = [[5]]");
+    assert_eq!(errors(&src), [format!("4:35: TOML: {no_numbers}")]);
+    for value in ["inf", "-nan", "research"] {
+        let src = with_rule("when = \"kind == research\"\nto = [\"a\"]").replace("ask = \"a\"", &format!("ask = {value}"));
+        assert_eq!(errors(&src), ["3:7: TOML: expected a value: a \"string\" (text needs quotes), true or false, [an array] or {an inline table}"], "{value}");
+    }
+}
+
+#[test]
+fn toml_errors_are_one_line_at_their_place() {
+    assert_eq!(errors("[questions.kind]\ntype = \"choice\"\ntype = \"noul\"\n"), ["3:1: TOML: the key `type` is defined twice"]);
+    assert_eq!(errors("[questions.kind]\n[questions.kind]\n"), ["2:12: TOML: the key `kind` is defined twice"]);
+    assert_eq!(errors("[[rules]]\nto = [\"a\"\n"), ["2:10: TOML: unclosed array, expected `]`"]);
+    assert_eq!(errors(&format!("x = {}\n", "{a = ".repeat(100))), ["1:405: TOML: cannot recurse further; max recursion depth met"]);
+}
+
+#[test]
+fn header_errors_point_at_the_header() {
+    // A `[[rules]]` table without `when` or an action, `[otherwise]` without one: the header.
+    let src = format!("{Q}\n[[rules]]\nnote = \"n\"\n\n[otherwise]\n");
+    assert_eq!(
+        errors(&src),
+        [
+            "6:1: rule 1 has no `when = \"<condition>\"`",
+            "6:1: rule 1 says neither `to = [\"target\", …]` nor `do = \"return\"`",
+            "9:1: `[otherwise]` says neither `to = [\"target\", …]` nor `do = \"return\"`",
+        ]
+    );
 }

@@ -27,7 +27,7 @@
 use std::time::{Duration, Instant};
 
 use toolprune::{ConversationOptions, Scoring};
-use toolprune_guest::component::wit::{pruner as gp, types as gt};
+use toolprune_guest::types::{self as gp, self as gt};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 use wit::exports::toolprune::pruner::pruner::{Outcome, PruneInput, ScorerChoice};
