@@ -208,6 +208,21 @@ impl report::Guest for Component {
     fn split_table(text: String) -> String {
         crate::report::split_table(&text)
     }
+
+    fn route_json(decision: judge::Decision) -> String {
+        let decision: types::Decision = decision.convert();
+        crate::report::route_json(&decision)
+    }
+
+    fn route_summary(decision: judge::Decision) -> String {
+        let decision: types::Decision = decision.convert();
+        crate::report::route_summary(&decision)
+    }
+
+    fn rules_errors(file: String, errors: Vec<judge::LoadError>) -> String {
+        let errors: Vec<crate::judge::LoadError> = errors.convert();
+        crate::report::rules_errors(&file, &errors)
+    }
 }
 
 fn host_failure_name(failure: settings::HostFailure) -> &'static str {

@@ -1,13 +1,14 @@
 //! What people and scripts read from every CLI, rendered once (issue 22 §7):
-//! the `prune --json` report, the `split --json` report and the `split`
-//! table. Names are in SPEC spelling (`no_basis`, `json_wrapper`, …); every
+//! the `prune --json` report, the `split --json` report, the `split` table,
+//! and the judge's `route` / `route --json` output and rules-file errors. Names are in SPEC spelling (`no_basis`, `json_wrapper`, …); every
 //! count shown was counted by the guest. The JSON is serde_json's
 //! pretty-printer (two spaces) over the structs below, fields in their
 //! declared order: a stable format, documented in the README's CLI section.
 
 use serde::Serialize;
 
-use crate::types::{FailureClass, Fate, Gate, Inspection, Pruned, UnitKind};
+use crate::judge::LoadError;
+use crate::types::{Decision, FailureClass, Fate, Gate, Inspection, Pruned, QuestionKind, UnitKind, Verdict};
 
 /// The `prune --json` report of one result, fields in this order.
 #[derive(Serialize)]
@@ -218,6 +219,85 @@ fn table(text: &str, inspection: &Inspection) -> String {
     out
 }
 
+/// `route --json`: keys sorted (as `serde_json::Value` writes them), so the
+/// fields below are declared in alphabetical order.
+#[derive(Serialize)]
+struct RouteReport<'a> {
+    answers: Vec<AnswerLine<'a>>,
+    jev_tokens: u64,
+    log: &'a str,
+    note: Option<&'a str>,
+    reason: Option<&'static str>,
+    rule: Option<u32>,
+    to: Option<&'a [String]>,
+    verdict: &'static str,
+}
+
+#[derive(Serialize)]
+struct AnswerLine<'a> {
+    margin: Option<f64>,
+    mean: Option<f64>,
+    p: f64,
+    question: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    value: Option<&'a str>,
+}
+
+/// `route --json` of `decision` (see `report.route-json`).
+pub fn route_json(decision: &Decision) -> String {
+    let (verdict, to, note, reason) = match &decision.verdict {
+        Verdict::Routed(to) => ("routed", Some(to.as_slice()), None, None),
+        Verdict::Returned(note) => ("returned", None, note.as_deref(), None),
+        Verdict::Failed(class) => ("failed", None, None, Some(class_name(*class))),
+    };
+    let report = RouteReport {
+        answers: decision
+            .answers
+            .iter()
+            .map(|a| AnswerLine {
+                margin: a.margin,
+                mean: a.mean,
+                p: a.p,
+                question: &a.question,
+                kind: match a.kind {
+                    QuestionKind::Choice => "choice",
+                    QuestionKind::Noul => "noul",
+                    QuestionKind::Score => "score",
+                },
+                value: a.value.as_deref(),
+            })
+            .collect(),
+        jev_tokens: decision.jev_tokens,
+        log: &decision.log_line,
+        note,
+        reason,
+        rule: decision.rule,
+        to,
+        verdict,
+    };
+    serde_json::to_string_pretty(&report).unwrap_or_default()
+}
+
+/// `route`: one line for people (see `report.route-summary`).
+pub fn route_summary(decision: &Decision) -> String {
+    let rule = match decision.rule {
+        Some(n) => format!("rule {n}"),
+        None => "otherwise".to_string(),
+    };
+    match &decision.verdict {
+        Verdict::Routed(to) => format!("routed to {} ({rule})\n", to.join(", ")),
+        Verdict::Returned(None) => format!("returned ({rule})\n"),
+        Verdict::Returned(Some(note)) => format!("returned ({rule}): {note}\n"),
+        Verdict::Failed(class) => format!("failed: {}\n", class_name(*class)),
+    }
+}
+
+/// A rules file's problems, `FILE:LINE:COLUMN: MESSAGE` per line.
+pub fn rules_errors(file: &str, errors: &[LoadError]) -> String {
+    errors.iter().map(|e| format!("{file}:{}:{}: {}\n", e.line, e.column, e.message)).collect()
+}
+
 fn gate_name(gate: Gate) -> &'static str {
     match gate {
         Gate::Disabled => "disabled",
@@ -263,6 +343,44 @@ fn class_name(class: FailureClass) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decision(verdict: Verdict, rule: Option<u32>) -> Decision {
+        Decision {
+            verdict,
+            rule,
+            answers: vec![crate::types::Answer {
+                question: "kind".into(),
+                kind: QuestionKind::Choice,
+                value: Some("research".into()),
+                p: 0.8,
+                margin: Some(0.6),
+                mean: None,
+            }],
+            jev_tokens: 120,
+            log_line: "judge: kind=research/0.8/0.6 rule=2 routed to=a,b".into(),
+        }
+    }
+
+    #[test]
+    fn route_json_sorts_its_keys_as_the_cli_always_printed_them() {
+        let json = route_json(&decision(Verdict::Routed(vec!["a".into(), "b".into()]), Some(2)));
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(json, serde_json::to_string_pretty(&value).unwrap(), "the same bytes as a sorted Value");
+        assert_eq!(value["to"], serde_json::json!(["a", "b"]));
+        assert_eq!(value["answers"][0]["type"], "choice");
+        let failed = route_json(&decision(Verdict::Failed(FailureClass::NoAnswer), None));
+        assert!(failed.contains("\"reason\": \"no_answer\""), "{failed}");
+    }
+
+    #[test]
+    fn route_summaries_name_the_rule_or_otherwise() {
+        assert_eq!(route_summary(&decision(Verdict::Routed(vec!["a".into(), "b".into()]), Some(2))), "routed to a, b (rule 2)\n");
+        assert_eq!(route_summary(&decision(Verdict::Returned(None), None)), "returned (otherwise)\n");
+        assert_eq!(route_summary(&decision(Verdict::Returned(Some("no".into())), Some(1))), "returned (rule 1): no\n");
+        assert_eq!(route_summary(&decision(Verdict::Failed(FailureClass::Timeout), None)), "failed: timeout\n");
+        let errors = [LoadError { line: 3, column: 7, message: "m".into() }];
+        assert_eq!(rules_errors("rules.toml", &errors), "rules.toml:3:7: m\n");
+    }
 
     #[test]
     fn the_split_table_previews_each_unit_on_one_line() {
