@@ -9,7 +9,7 @@
 //     <agent>-<hash>/            0700; hash = sha256(agent \0 session id)[..32 hex]
 //       state.json               {"count": N, "records": [[n, chars], …]}
 //       request.json             {"request": "<the turn's prompt>", "at": <unix s>}
-//       P<n>.json                {"id": "Pn", "chars": N, "data": "<the guest's encoding>"}
+//       P<n>.json                {"id": "Pn", "chars": N, "data": "<the guest's encoding>"[, "call": "<key>"]}
 //
 // Every file is written to a 0600 temporary file in its directory and
 // renamed into place, so a reader (the Rust CLI) sees whole files. Node has
@@ -311,6 +311,8 @@ export class Session {
   #dir;
   #name;
   #bounds;
+  /** Record number → its call key (or null), read once per record: this process is its session's only writer. */
+  #callKeys = new Map();
 
   /** @private use `root.session(agent, sessionId, bounds)` */
   constructor(root, dir, name, bounds) {
@@ -355,16 +357,20 @@ export class Session {
   }
 
   /**
-   * Keeps `record` (the guest's `{id, chars, data}`), which must be
+   * Keeps `record` (the guest's `{id, chars, call, data}`), which must be
    * `P{count + 1}`; evicts the oldest past the bounds. Throws a
-   * `StoreError` (nothing changed) otherwise.
+   * `StoreError` (nothing changed) otherwise. `call` (the repeat gate's
+   * key, never the arguments) is written when the guest gave one; readers
+   * that do not know it ignore it.
    */
   push(record) {
     const state = this.#state();
     const number = state.count + 1;
     if (numberOf(record?.id) !== number) throw new StoreError("the record's id is not the number it was given");
     const chars = Number(record.chars);
-    writeAtomic(this.#dir, `P${number}.json`, JSON.stringify({ id: record.id, chars, data: record.data }));
+    const call = typeof record.call === 'string' ? record.call : undefined;
+    writeAtomic(this.#dir, `P${number}.json`, JSON.stringify({ id: record.id, chars, data: record.data, call }));
+    this.#callKeys.set(number, call ?? null);
     const records = [...state.records, [number, chars]];
     let total = records.reduce((sum, [, c]) => sum + c, 0);
     const evicted = [];
@@ -398,7 +404,25 @@ export class Session {
     if (text === null) return undefined;
     const file = parseJson(path, text);
     if (!file || file.id !== `P${number}` || !Number.isInteger(file.chars) || typeof file.data !== 'string') return undefined;
-    return { id: file.id, chars: BigInt(file.chars), data: file.data };
+    return { id: file.id, chars: BigInt(file.chars), call: typeof file.call === 'string' ? file.call : undefined, data: file.data };
+  }
+
+  /**
+   * The `call` keys of the held records, oldest first (the repeat gate,
+   * SPEC §2): the same tool with the same arguments as a pruned result
+   * passes unpruned. Records written without a key give none.
+   */
+  calls() {
+    const keys = [];
+    for (const [number] of this.#state().records) {
+      if (!this.#callKeys.has(number)) {
+        const record = this.find(`P${number}`);
+        this.#callKeys.set(number, record?.call ?? null);
+      }
+      const key = this.#callKeys.get(number);
+      if (key) keys.push(key);
+    }
+    return keys;
   }
 
   /** Records the turn's request (replaces the previous one). */

@@ -303,3 +303,48 @@ test('the stub is the guest\'s (scorer-choice.stub, no request): the same answer
   assert.deepEqual(a.paragraphs, b.paragraphs);
   assert.match(a.logLine, / scorer=stub$/);
 });
+
+test('the same tool with the same arguments, after its result was pruned, passes unpruned: skipped, gate repeated, a line (both forms)', async () => {
+  for (const form of ['import', 'jobs']) {
+    const log = capture();
+    const scorer = scripted();
+    const turn = pruner.conversation({ enabled: true, scorer, log }).turn(REQUEST);
+    const prune = (input) => (form === 'import' ? turn.onToolResultSync(input) : turn.onToolResult(input));
+    const first = await prune({ tool: 'fetch', text: TEXT, prunable: true, arguments: '{"url": "https://example.com/a", "n": 1}' });
+    assert.deepEqual([first.outcome, first.id], ['ok', 'P1'], form);
+    // The same arguments (as an object, keys in another order): everything, unscored.
+    const again = await prune({ tool: 'fetch', text: TEXT, prunable: true, arguments: { n: 1, url: 'https://example.com/a' } });
+    assert.deepEqual([again.outcome, again.gate, again.id, again.body === TEXT, again.scorerCalls], ['skipped', 'repeated', null, true, 0], form);
+    assert.equal(again.counts.paragraphs, null);
+    assert.equal(log.lines.length, 2, 'the repeat gate writes a line');
+    assert.match(log.lines[1], / outcome=skipped .*paragraphs=- /);
+    assert.equal(scorer.state.calls, 1);
+    // Another tool, other arguments, or no arguments: pruned as usual.
+    for (const other of [{ tool: 'web_fetch', arguments: '{"url": "https://example.com/a", "n": 1}' }, { tool: 'fetch', arguments: '{"url": "https://example.com/b"}' }, { tool: 'fetch' }]) {
+      assert.equal((await prune({ ...other, text: TEXT, prunable: true })).outcome, 'ok', `${form} ${JSON.stringify(other)}`);
+    }
+  }
+});
+
+test('the guest\'s work budget decides (limits.work): failed, reason=budget, the input back, the same in both forms', async () => {
+  const tight = await Pruner.load({ limits: { work: 1000 } });
+  const lines = [];
+  for (const form of ['import', 'jobs']) {
+    const log = capture();
+    const scorer = scripted();
+    const turn = tight.conversation({ enabled: true, scorer, agent: 'conformance', log }).turn(REQUEST);
+    const r = form === 'import' ? turn.onToolResultSync({ text: TEXT, prunable: true }) : await turn.onToolResult({ text: TEXT, prunable: true });
+    assert.deepEqual([r.outcome, r.body === TEXT, r.failure, scorer.state.calls], ['failed', true, null, 0], form);
+    assert.match(log.lines[0], /reason=budget/);
+    lines.push(log.lines);
+  }
+  assert.deepEqual(lines[0], lines[1]);
+  // The default budget, sized from the text, lets the same text be pruned; `work` counts the same units in both forms.
+  const turn = pruner.conversation({ enabled: true, scorer: scripted(), log: capture() }).turn(REQUEST);
+  const [a, b] = [turn.onToolResultSync({ text: TEXT, prunable: true }), await turn.onToolResult({ text: TEXT, prunable: true })];
+  assert.ok(a.counts.work > 1000);
+  assert.equal(a.counts.work, b.counts.work);
+  await assert.rejects(Pruner.load({ limits: { work: -1 } }), TypeError);
+  await assert.rejects(Pruner.load({ limits: { fuel: 5 } }), /unknown limit fuel/);
+  tight.close();
+});
