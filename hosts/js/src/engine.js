@@ -413,7 +413,8 @@ export class Engine {
   /** Past the in-flight call's limit: terminate the worker, fail the call. */
   #overdue() {
     const entry = this.#inflight;
-    if (!entry || performance.now() < this.#limitOf(entry)) return false;
+    // While this thread scores for the call (an async call made from inside `onScore`), its clock is stopped.
+    if (!entry || entry.scoring || performance.now() < this.#limitOf(entry)) return false;
     if (entry.startedAt === undefined) {
       this.#kill(entry, { message: `toolprune: the guest did not start the call within ${BOOTSTRAP_MS} ms`, limit: null });
     } else {

@@ -160,3 +160,22 @@ test('a late blocking answer is a timeout, and a cancellation seen after it wins
   const r = conversation.turn(REQUEST, { signal: controller.signal }).onToolResultSync({ text: TEXT, prunable: true, scorer: cancelling });
   assert.deepEqual([r.outcome, r.body === TEXT, r.scorerCalls], ['cancelled', true, 1]);
 });
+
+test('an async guest call made from inside a blocking scorer does not stop the clock-paused call', async () => {
+  const quick = await Pruner.load({ limits: { wallMs: 200 } });
+  const inner = scripted();
+  let pending;
+  const scorer = {
+    name: 'mixed',
+    scoreSync(request) {
+      spin(400);
+      // Queued (answered after this call); it must not make the engine think the call is overdue.
+      pending = quick.conversation({ log: capture() }).turn(REQUEST).onToolResult({ text: 'short', prunable: true });
+      return inner.scoreSync(request);
+    },
+  };
+  const r = quick.conversation({ enabled: true, scorer, log: capture() }).turn(REQUEST).onToolResultSync({ text: TEXT, prunable: true });
+  assert.deepEqual([r.outcome, r.failure], ['ok', null]);
+  assert.equal((await pending).outcome, 'skipped');
+  quick.close();
+});
