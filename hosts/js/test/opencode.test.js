@@ -299,7 +299,8 @@ describe('resultStore (a conversation keeping its records elsewhere)', () => {
     const session = new Root(join(dir, 'store')).session('test', 's2');
     const c = pruner.conversation({ enabled: true, resultStore: session, log: () => {} });
     const turn = c.turn(NOTES_REQUEST);
-    const results = await Promise.all([40, 10, 25].map((ms) => turn.onToolResult({ tool: 'fetch', prunable: true, text: notes(40), scorer: scripted({ ms }) })));
+    // Delays far apart: the guest calls that start each result take tens of ms on a loaded machine.
+    const results = await Promise.all([600, 100, 350].map((ms) => turn.onToolResult({ tool: 'fetch', prunable: true, text: notes(40), scorer: scripted({ ms }) })));
     assert.deepEqual(results.map((r) => r.id), ['P3', 'P1', 'P2']);
     assert.equal(session.count(), 3);
     for (const r of results) assert.equal(session.find(r.id).id, r.id);
