@@ -132,7 +132,8 @@ function fromGuest(text, pruned) {
     failures: pruned.failures.map(wit.batchFailure),
     failure: null,
     scorerCalls: 0,
-    [GUEST]: pruned,
+    // For `report.prune-json`, without the stored record's dropped text (it would double the result's weight).
+    [GUEST]: pruned.record ? { ...pruned, record: { ...pruned.record, data: '' } } : pruned,
   };
 }
 
