@@ -9,7 +9,8 @@
 //!   .swept                     when the age sweep last ran
 //!   <agent>-<hash>/            0700, one per conversation; hash = sha256(agent \0 session id)[..32 hex]
 //!     lock                     exclusive lock of writers, shared lock of readers
-//!     state.json               {"count": N, "records": [[n, chars], …]} — the counter and the index
+//!     state.json               {"count": N, "records": [[n, chars], …], "calls": {"n": key, …}} — the counter and the index
+//!                              (`calls`: the repeat gate's call keys of the held records, digests, never arguments)
 //!     request.json             {"request": "<the turn's prompt>", "at": <unix s>}
 //!     P<n>.json                the guest's stored-result (id, shape, units, chars, dropped)
 //!     P<n>.body                the pruned body, where an agent needs it again (Gemini's tail call)
@@ -386,11 +387,16 @@ fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
     Ok(Some(text))
 }
 
-/// `state.json`: the counter and the index of held records (number, chars), oldest first.
+/// `state.json`: the counter and the index of held records (number, chars),
+/// oldest first, with the call keys of those that have one (`stored-result.call`:
+/// the repeat gate's digests). A state written before call keys existed
+/// reads with none.
 #[derive(Default, Serialize, Deserialize)]
 struct State {
     count: u32,
     records: Vec<(u32, u64)>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    calls: std::collections::BTreeMap<u32, String>,
 }
 
 /// A stored result as JSON (the guest's `stored-result`, field for field;
@@ -399,16 +405,19 @@ struct State {
 struct RecordFile {
     id: String,
     chars: u64,
+    /// The repeat gate's call key (a digest); absent in files of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    call: Option<String>,
     data: String,
 }
 
 impl RecordFile {
     fn from_record(r: &StoredResult) -> Self {
-        RecordFile { id: r.id.clone(), chars: r.chars, data: r.data.clone() }
+        RecordFile { id: r.id.clone(), chars: r.chars, call: r.call.clone(), data: r.data.clone() }
     }
 
     fn into_record(self) -> Option<StoredResult> {
-        Some(StoredResult { id: self.id, chars: self.chars, data: self.data })
+        Some(StoredResult { id: self.id, chars: self.chars, call: self.call, data: self.data })
     }
 }
 
@@ -576,7 +585,7 @@ impl Session {
     pub fn end(&self) -> Result<(), StoreError> {
         let _lock = self.lock(true)?;
         let state = self.state()?;
-        self.write_state(&State { count: state.count, records: Vec::new() })?;
+        self.write_state(&State { count: state.count, ..State::default() })?;
         let entries = fs::read_dir(&self.dir).map_err(|e| err("cannot read", &self.dir, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -610,19 +619,23 @@ impl ResultStore for Session {
         write_atomic(&self.dir, &format!("P{number}.json"), &json)?;
         state.count = number;
         state.records.push((number, record.chars));
+        if let Some(call) = &record.call {
+            state.calls.insert(number, call.clone());
+        }
         let mut evicted = Vec::new();
         if let Some(bounds) = self.bounds {
             // The same rule as the in-memory store (`evict_oldest`), on the index.
             let mut held: VecDeque<StoredResult> = state
                 .records
                 .iter()
-                .map(|&(n, chars)| StoredResult { id: format!("P{n}"), chars, data: String::new() })
+                .map(|&(n, chars)| StoredResult { id: format!("P{n}"), chars, call: None, data: String::new() })
                 .collect();
             let total = held.iter().map(|r| r.chars).sum();
             evict_oldest(&mut held, total, bounds.max_records, bounds.max_chars);
             let kept: Vec<u32> = held.iter().filter_map(|r| number_of(&r.id)).collect();
             evicted = state.records.iter().map(|(n, _)| *n).filter(|n| !kept.contains(n)).collect();
             state.records.retain(|(n, _)| kept.contains(n));
+            state.calls.retain(|n, _| kept.contains(n));
         }
         if let Err(e) = self.write_state(&state) {
             let _ = fs::remove_file(self.dir.join(format!("P{number}.json")));
@@ -655,6 +668,13 @@ impl ResultStore for Session {
         Ok(self.state()?.count)
     }
 
+    /// From the index (`state.json`), without reading the records.
+    fn calls(&self) -> Result<Vec<String>, StoreError> {
+        let _lock = self.lock(false)?;
+        let state = self.state()?;
+        Ok(state.records.iter().filter_map(|(n, _)| state.calls.get(n).cloned()).collect())
+    }
+
     fn records(&self) -> Result<Vec<StoredResult>, StoreError> {
         let numbers: Vec<u32> = {
             let _lock = self.lock(false)?;
@@ -675,7 +695,7 @@ mod tests {
     use super::*;
 
     fn record(number: u32, chars: u64) -> StoredResult {
-        StoredResult { id: format!("P{number}"), chars, data: format!("dropped paragraph of P{number} ✓\n\n") }
+        StoredResult { id: format!("P{number}"), chars, call: Some(format!("key{number}")), data: format!("dropped paragraph of P{number} ✓\n\n") }
     }
 
     fn root() -> (tempfile::TempDir, Root) {
@@ -833,6 +853,33 @@ mod tests {
         let ids: Vec<String> = session.records().unwrap().into_iter().map(|r| r.id).collect();
         assert_eq!(ids, ["P4"], "the character bound evicts until it holds");
         assert_eq!(session.count().unwrap(), 4);
+    }
+
+    #[test]
+    fn call_keys_come_from_the_index_go_with_evicted_records_and_survive_reopening() {
+        let (_tmp, root) = root();
+        let session = root.session("claude-code", "k").unwrap().with_bounds(Bounds { max_records: 2, max_chars: 1_000 });
+        session.push(&mut |n| Some(record(n, 10))).unwrap();
+        session.push(&mut |n| Some(StoredResult { call: None, ..record(n, 10) })).unwrap();
+        assert_eq!(session.calls().unwrap(), ["key1"], "a record without a key adds none");
+        session.push(&mut |n| Some(record(n, 10))).unwrap();
+        assert_eq!(session.calls().unwrap(), ["key3"], "P1 was evicted, and its key with it");
+        let again = root.session("claude-code", "k").unwrap();
+        assert_eq!(again.calls().unwrap(), ["key3"], "another process of the session sees the same keys");
+        assert_eq!(again.find("P3").unwrap().unwrap().call.as_deref(), Some("key3"));
+        again.end().unwrap();
+        assert!(again.calls().unwrap().is_empty(), "the session's end drops the keys with the records");
+    }
+
+    #[test]
+    fn a_state_written_before_call_keys_reads_with_none() {
+        let (_tmp, root) = root();
+        let session = root.session("claude-code", "old").unwrap();
+        session.push(&mut |n| Some(StoredResult { call: None, ..record(n, 10) })).unwrap();
+        std::fs::write(session.path().join("state.json"), r#"{"count":1,"records":[[1,10]]}"#).unwrap();
+        std::fs::write(session.path().join("P1.json"), r#"{"id":"P1","chars":10,"data":"x"}"#).unwrap();
+        assert!(session.calls().unwrap().is_empty());
+        assert_eq!(session.find("P1").unwrap().unwrap().call, None);
     }
 
     #[test]

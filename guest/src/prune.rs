@@ -149,8 +149,8 @@ impl Job {
                 let mut out = self.unchanged(Outcome::Skipped, None, None, Scoring::none(), false);
                 out.gate = Some(*gate);
                 if *gate == Gate::Repeated {
-                    // The one cheap gate that logs: stats count the repeats.
-                    out.log_line = Some(self.log_line(&out));
+                    // The one cheap gate that logs, naming itself: stats count the repeats.
+                    out.log_line = Some(self.log_line(&out).replacen(" outcome=skipped", " outcome=skipped gate=repeated", 1));
                 }
                 return out;
             }
@@ -729,7 +729,7 @@ mod tests {
         assert_eq!((second.outcome, second.gate, calls), (Outcome::Skipped, Some(Gate::Repeated), 0));
         assert_eq!(second.body, None, "the whole text");
         let line = second.log_line.expect("the repeat gate writes a line");
-        assert!(line.contains(" outcome=skipped gate=repeated ") || line.contains(" outcome=skipped "), "{line}");
+        assert!(line.contains(" outcome=skipped gate=repeated raw_chars="), "{line}");
         assert!(line.contains(" paragraphs=- "), "{line}");
         let other = PruneInput {
             pruned_calls: vec![key],

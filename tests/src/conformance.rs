@@ -1,8 +1,14 @@
 //! The Rust runner of the conformance suite (`tests/conformance/README.md`):
 //! every scenario through the public `toolprune` API and a loopback Jev
-//! server, each step's result as the JSON the README defines. The same code
-//! writes `expected/` (generation) and checks against it (the staleness
-//! test): `tests/tests/conformance.rs`, `cli/tests/conformance.rs`.
+//! server, **in both forms** ([`Form::Import`]: `pruner.prune` /
+//! `judge.decide` with the `scorer.score` import; [`Form::Jobs`]:
+//! `prune-job` / `judge-job`), each step's result as the JSON the README
+//! defines, both compared with the same `expected/` file. The same code
+//! writes `expected/` (generation, from the import form, after checking the
+//! jobs form gives the same) and checks against it (the staleness test):
+//! `tests/tests/conformance.rs`, `cli/tests/conformance.rs`. It also fails
+//! a scenario whose scorer was asked twice for one result, or at all for a
+//! gated, offline or stub one ([`scorer_call_rule`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,8 +20,8 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use toolprune::types::{wit_name, BatchAnswer, Dialect, Failure, Lang, ScoringRequest};
 use toolprune::{
-    CacheDir, CancelToken, CapturedLog, Conversation, ConversationError, ConversationOptions, JevScorer, LimitsOverride,
-    LoadOptions, PruneResult, Pruner, Scorer, Scoring, ScoringContext, ScriptedScorer, ToolResult, Turn,
+    CacheDir, CancelToken, CapturedLog, Conversation, ConversationError, ConversationOptions, Form, JevScorer,
+    LimitsOverride, LoadOptions, PruneResult, Pruner, Scorer, Scoring, ScoringContext, ScriptedScorer, ToolResult, Turn,
 };
 
 #[path = "fake_jev.rs"]
@@ -168,11 +174,12 @@ pub fn pruned(result: &PruneResult, log: &[String]) -> Value {
             Some(c) => json!({
                 "raw_chars": c.raw_chars, "kept_chars": c.kept_chars, "paragraphs": c.paragraphs,
                 "dropped": c.dropped, "calls": c.calls, "jev_tokens": c.jev_tokens,
-                "ms": c.ms.map(|_| "*"),
+                "ms": c.ms.map(|_| "*"), "work": c.work,
             }),
             None => Value::Null,
         },
     );
+    out.insert("scorer_calls".into(), json!(result.scorer_calls));
     out.insert("ratio".into(), json!(result.ratio));
     out.insert("threshold".into(), json!(result.threshold));
     out.insert("served_model".into(), json!(result.served_model));
@@ -358,6 +365,7 @@ fn load(spec: &Value) -> Pruner {
             fuel: limits.get("fuel").and_then(Value::as_u64),
             wall_ms: limits.get("wall_ms").and_then(Value::as_u64).map(|v| v as u32),
             memory_bytes: limits.get("memory_bytes").and_then(Value::as_u64),
+            work: limits.get("work").and_then(Value::as_u64),
         },
         cache: cache(),
         ..LoadOptions::default()
@@ -370,6 +378,8 @@ struct Live {
     log: Arc<CapturedLog>,
     seen: usize,
     server: Option<Arc<FakeJev>>,
+    /// The conversation's scorer is the host's (not the guest's offline or stub).
+    host_scorer: bool,
 }
 
 impl Live {
@@ -381,9 +391,9 @@ impl Live {
     }
 }
 
-fn conversation(pruner: &Pruner, spec: &Value) -> Result<Live, ConversationError> {
+fn conversation(pruner: &Pruner, spec: &Value, form: Form) -> Result<Live, ConversationError> {
     let log = Arc::new(CapturedLog::new());
-    let mut options = ConversationOptions { log: log.clone(), ..ConversationOptions::default() };
+    let mut options = ConversationOptions { log: log.clone(), form, ..ConversationOptions::default() };
     let mut server = None;
     if let Some(v) = spec.get("enabled").and_then(Value::as_bool) {
         options.enabled = v;
@@ -414,7 +424,9 @@ fn conversation(pruner: &Pruner, spec: &Value) -> Result<Live, ConversationError
         options.deadline_cap = Some(Duration::from_millis(ms));
     }
     options.jev_model = spec.get("jev_model").and_then(Value::as_str).map(str::to_string);
-    Ok(Live { conversation: pruner.conversation(options)?, log, seen: 0, server })
+    // Without a `scorer` the conversation scores with the pruner's default, the guest's offline scorer.
+    let own_scorer = options.scoring.as_ref().is_some_and(|s| matches!(s, Scoring::Host(_)));
+    Ok(Live { conversation: pruner.conversation(options)?, log, seen: 0, server, host_scorer: own_scorer })
 }
 
 fn tool_result(pruner: &Pruner, spec: &Value) -> (ToolResult, Option<Arc<FakeJev>>) {
@@ -432,6 +444,7 @@ fn tool_result(pruner: &Pruner, spec: &Value) -> (ToolResult, Option<Arc<FakeJev
         prunable: spec.get("prunable").and_then(Value::as_bool).unwrap_or(true),
         report: spec.get("report").and_then(Value::as_bool).unwrap_or(false),
         scoring,
+        arguments: spec.get("arguments").map(|a| a.as_str().expect("PRUNE arguments is a JSON text (a string)").to_string()),
     };
     (result, server)
 }
@@ -443,16 +456,44 @@ fn with_requests(mut value: Value, server: Option<&Arc<FakeJev>>, before: usize)
     value
 }
 
-/// Runs one scenario; one result per step. Panics on a malformed scenario.
-pub fn run(scenario: &Value, runner: &Runner) -> Vec<Value> {
+/// The scorer-call rule (README "Results", `scorer_calls`): the host's
+/// scorer is asked at most once per result, and never for a result stopped
+/// by a cheap gate or scored by the guest itself (offline, stub).
+/// `host_scorer`: the result's scorer is a host scorer.
+pub fn scorer_call_rule(result: &PruneResult, host_scorer: bool) -> Result<(), String> {
+    if result.scorer_calls > 1 {
+        return Err(format!("the scorer was asked {} times for one result", result.scorer_calls));
+    }
+    if result.scorer_calls > 0 && result.gate.is_some() {
+        return Err(format!("the scorer was asked for a result stopped by the gate {}", result.gate.as_ref().map(wit_name).unwrap_or_default()));
+    }
+    if result.scorer_calls > 0 && !host_scorer {
+        return Err("the scorer was asked for a result the guest scores itself (offline, stub)".to_string());
+    }
+    Ok(())
+}
+
+/// Whether a PRUNE's result is scored by a host scorer (its own `scorer`,
+/// else the conversation's).
+fn host_scored(spec: &Value, live: &Live) -> bool {
+    match spec.get("scorer") {
+        Some(Value::String(_)) => false,
+        Some(_) => true,
+        None => live.host_scorer,
+    }
+}
+
+/// Runs one scenario in `form`; one result per step. Panics on a malformed
+/// scenario, or when a result breaks [`scorer_call_rule`].
+pub fn run(scenario: &Value, runner: &Runner, form: Form) -> Vec<Value> {
     let pruner = load(scenario.get("pruner").unwrap_or(&Value::Null));
-    let mut live = conversation(&pruner, scenario.get("conversation").unwrap_or(&json!({})))
+    let mut live = conversation(&pruner, scenario.get("conversation").unwrap_or(&json!({})), form)
         .expect("the scenario's first conversation is valid");
     let mut turn: Option<Turn> = None;
     let mut results = Vec::new();
     for step in scenario["steps"].as_array().expect("steps") {
         let result = if let Some(spec) = step.get("conversation") {
-            match conversation(&pruner, spec) {
+            match conversation(&pruner, spec, form) {
                 Ok(next) => {
                     live = next;
                     turn = None;
@@ -481,6 +522,9 @@ pub fn run(scenario: &Value, runner: &Runner) -> Vec<Value> {
             let server = own.as_ref().or(live.server.as_ref()).cloned();
             let before = server.as_ref().map_or(0, |s| s.requests().len());
             let pruned_result = turn.on_tool_result(result);
+            if let Err(e) = scorer_call_rule(&pruned_result, host_scored(spec, &live)) {
+                panic!("{form:?} form, step {step}: {e}");
+            }
             let value = pruned(&pruned_result, &live.new_lines());
             with_requests(value, server.as_ref(), before)
         } else if let Some(specs) = step.get("concurrent").and_then(Value::as_array) {
@@ -492,6 +536,11 @@ pub fn run(scenario: &Value, runner: &Runner) -> Vec<Value> {
                 handles.into_iter().map(|h| h.join().expect("no panic")).collect()
             });
             let _ = live.new_lines();
+            for (spec, output) in specs.iter().zip(&outputs) {
+                if let Err(e) = scorer_call_rule(output, host_scored(spec, &live)) {
+                    panic!("{form:?} form, concurrent step: {e}");
+                }
+            }
             json!(outputs
                 .iter()
                 .map(|r| pruned(r, &r.log_line.iter().cloned().collect::<Vec<_>>()))
@@ -545,7 +594,8 @@ pub fn run(scenario: &Value, runner: &Runner) -> Vec<Value> {
             let Scoring::Host(scorer) = scoring else { panic!("route_live needs a host scorer") };
             let judge = Judge::new(&pruner, Some(scorer))
                 .with_jev_model(spec.get("jev_model").and_then(Value::as_str).map(str::to_string))
-                .with_log(log.clone());
+                .with_log(log.clone())
+                .with_form(form);
             let decided = judge.route(&text(&spec["rules"]), spec["message"].as_str().unwrap_or_default());
             with_requests(routed(decided, &log.lines()), server.as_ref(), 0)
         } else if let Some(spec) = step.get("cli") {
@@ -705,9 +755,25 @@ pub fn run_all(runner: &Runner, only: impl Fn(&Value) -> bool) -> (Vec<String>, 
             skips.push(format!("{name}: {reason}"));
             continue;
         }
-        let results = run(&scenario, runner);
+        let results = run(&scenario, runner, Form::Import);
         if let Err(e) = check_hand_written(&scenario, &results) {
-            failures.push(format!("{name}: {e}"));
+            failures.push(format!("{name} (import form): {e}"));
+            continue;
+        }
+        // The jobs form must give the very same results (one expected/ for both).
+        let jobs = run(&scenario, runner, Form::Jobs);
+        if let Err(e) = check_hand_written(&scenario, &jobs) {
+            failures.push(format!("{name} (jobs form): {e}"));
+            continue;
+        }
+        let (import_file, jobs_file) = (expected_file(&name, &results), expected_file(&name, &jobs));
+        if import_file != jobs_file {
+            let (a, b): (Value, Value) = (serde_json::from_str(&import_file).unwrap(), serde_json::from_str(&jobs_file).unwrap());
+            let at = a["steps"].as_array().into_iter().flatten().zip(b["steps"].as_array().into_iter().flatten()).position(|(x, y)| x != y);
+            failures.push(format!(
+                "{name}: the import and jobs forms differ at step {at:?}: {}",
+                at.map_or(String::new(), |i| format!("import {} jobs {}", a["steps"][i], b["steps"][i]))
+            ));
             continue;
         }
         let fresh = expected_file(&name, &results);

@@ -537,9 +537,8 @@ pub fn replaced_string(raw: &str, body: &str, span: Range<usize>) -> Result<Stri
 
 // ----- scorers -----
 
-/// A host scorer answering like the stub (word overlap, computed by the
-/// guest's `pruner.stub-scores`), recording every request: exactly what
-/// would leave the machine.
+/// A host scorer that keeps everything (1.0 for every paragraph), recording
+/// every request: exactly what would leave the machine.
 #[derive(Default)]
 pub struct RecordingStub {
     seen: std::sync::Mutex<Vec<ScoringRequest>>,

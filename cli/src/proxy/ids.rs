@@ -51,6 +51,17 @@ impl IdNumbers {
         Arc::new(IdNumbers { file, local: AtomicU32::new(base) })
     }
 
+    /// The number [`next`](Self::next) would give now (another proxy may
+    /// take it first): the counter file's value + 1, else the local one's.
+    pub fn peek(&self) -> u32 {
+        if let Some(path) = &self.file {
+            if let Ok(n) = peek(path) {
+                return n;
+            }
+        }
+        self.local.load(Ordering::SeqCst).wrapping_add(1).max(1)
+    }
+
     /// The next number (never one handed out before by this counter).
     pub fn next(&self) -> u32 {
         if let Some(path) = &self.file {
@@ -107,9 +118,27 @@ impl ResultStore for ProxyStore {
         Ok(self.lock().0)
     }
 
+    /// The per-user counter's next number ([`IdNumbers::peek`]), not `count + 1`.
+    fn next_number(&self) -> Result<u32, StoreError> {
+        Ok(self.ids.peek())
+    }
+
     fn records(&self) -> Result<Vec<StoredResult>, StoreError> {
         Ok(self.lock().1.iter().cloned().collect())
     }
+}
+
+/// The counter file's value + 1, read under a shared lock (never through a link).
+fn peek(path: &Path) -> std::io::Result<u32> {
+    let mut file: File = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("the id counter is not a regular file"));
+    }
+    file.lock_shared()?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    file.unlock()?;
+    Ok(text.trim().parse::<u32>().unwrap_or(0).checked_add(1).unwrap_or(1))
 }
 
 fn bump(path: &Path) -> std::io::Result<u32> {
@@ -165,12 +194,14 @@ mod tests {
         all.dedup();
         assert_eq!(all.len(), 400);
         assert_eq!(*all.first().unwrap(), 1);
+        assert_eq!(IdNumbers::new(Some(&dir)).peek(), 401, "peek names the next number");
         assert_eq!(IdNumbers::new(Some(&dir)).next(), 401, "a restarted proxy continues");
+        assert_eq!(IdNumbers::new(Some(&dir)).peek(), 402, "and takes none");
         fs::remove_dir_all(&dir).unwrap();
     }
 
     fn record(n: u32, chars: u64) -> StoredResult {
-        StoredResult { id: format!("P{n}"), chars, data: String::new() }
+        StoredResult { id: format!("P{n}"), chars, call: None, data: String::new() }
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub fn chat(conversation: &Conversation, tools: &[Value], user: &str, messages: 
             let text = if call["name"] == omitted.as_str() {
                 conversation.omitted(&call["input"].to_string()).text // every outcome's text goes back
             } else {
-                let result = ToolResult { prunable: call["name"] == "fetch", ..ToolResult::new(call["name"].as_str().unwrap_or(""), run_tool(call)) };
+                let result = ToolResult { prunable: call["name"] == "fetch", arguments: Some(call["input"].to_string()), // a repeat passes whole
+                                          ..ToolResult::new(call["name"].as_str().unwrap_or(""), run_tool(call)) };
                 turn.on_tool_result(result).body.to_string()
             };
             json!({"type": "tool_result", "tool_use_id": call["id"], "content": text})

@@ -27,11 +27,12 @@
 use std::time::{Duration, Instant};
 
 use toolprune::{ConversationOptions, Scoring};
-use toolprune_guest::component::wit::{pruner as gp, types as gt};
+use toolprune_guest::component::wit::{pruner as gp, scorer as gs, types as gt};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 use wit::exports::toolprune::pruner::pruner::{Outcome, PruneInput, ScorerChoice};
-use wit::exports::toolprune::pruner::types::{BatchAnswer, Lang, ScoringRequest, ScoringResponse};
+use wit::exports::toolprune::pruner::types::Lang;
+use wit::toolprune::pruner::scorer::{BatchAnswer, ScoringRequest, ScoringResponse};
 use wit::{Toolprune, ToolprunePre};
 
 /// The bench's own bindings of `wit/` (the host crate keeps its own private).
@@ -70,6 +71,14 @@ impl ResourceLimiter for State {
     }
 }
 
+/// The component's one import: instant fixed scores (the bench itself
+/// prunes through `prune-job`, so this is only linked).
+impl wit::toolprune::pruner::scorer::Host for State {
+    fn score(&mut self, request: ScoringRequest) -> ScoringResponse {
+        instant(&request)
+    }
+}
+
 /// Instant fixed scores for every batch.
 fn instant(request: &ScoringRequest) -> ScoringResponse {
     ScoringResponse {
@@ -100,7 +109,8 @@ impl Wasm {
         }
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
         let component = Component::new(&engine, toolprune_artifacts::component()).map_err(anyhow::Error::from)?;
-        let linker = Linker::<State>::new(&engine);
+        let mut linker = Linker::<State>::new(&engine);
+        Toolprune::add_to_linker::<State, wasmtime::component::HasSelf<State>>(&mut linker, |s| s).map_err(anyhow::Error::from)?;
         let pre = ToolprunePre::new(linker.instantiate_pre(&component).map_err(anyhow::Error::from)?)
             .map_err(anyhow::Error::from)?;
         Ok(Wasm { engine, pre, fuel })
@@ -151,6 +161,9 @@ fn host_input(text: &str, offline: bool) -> PruneInput {
         agent: "bench".into(),
         tool: "fetch".into(),
         report: false,
+        arguments: None,
+        pruned_calls: Vec::new(),
+        work_budget: None,
     }
 }
 
@@ -168,17 +181,20 @@ fn guest_input(text: &str, offline: bool) -> gp::PruneInput {
         agent: "bench".into(),
         tool: "fetch".into(),
         report: false,
+        arguments: None,
+        pruned_calls: Vec::new(),
+        work_budget: None,
     }
 }
 
 /// The whole pruning decision natively: start, score instantly, complete.
 fn native(text: &str, offline: bool) -> gp::Outcome {
     let job = toolprune_guest::prune::Job::start(guest_input(text, offline));
-    let response = job.request_ref().map(|request| gt::ScoringResponse {
+    let response = job.request_ref().map(|request| gs::ScoringResponse {
         answers: Ok(request
             .batches
             .iter()
-            .map(|b| gt::BatchAnswer::Scores(b.paragraphs.iter().map(|&n| Some(fixed(n))).collect()))
+            .map(|b| gs::BatchAnswer::Scores(b.paragraphs.iter().map(|&n| Some(fixed(n))).collect()))
             .collect()),
         elapsed_ms: 0,
     });

@@ -1,27 +1,66 @@
 //! One agent conversation ([`Conversation`]) and its user turns ([`Turn`]):
-//! the id counter and the bounded store of pruned results (SPEC §10), one
-//! instance dropped after any trap (SPEC §11), the host's log lines (SPEC §12).
+//! the id counter and the bounded store of pruned results (SPEC §10),
+//! instances dropped after any trap (SPEC §11), the host's log lines (SPEC §12).
 //!
-//! Every result goes through a `prune-job`: `new(input)` → the job's
-//! `scoring-request` → scored by the conversation's [`Scoring`] (outside the
-//! guest, so several results can be in flight at once) → `finish(response,
-//! count + 1)`. The host never parses the text, counts characters or
-//! decides a gate.
+//! Every result goes through the guest in one of two forms ([`Form`], SPEC
+//! §14), which give the same bytes:
+//!
+//! - **Import** (the default): one call, `pruner.prune(input, id-number)`;
+//!   the guest calls the component's `scorer.score` import at most once,
+//!   and this host answers it with the result's [`Scoring`] on the calling
+//!   thread's own instance (deadline, cancellation, retries; an error,
+//!   panic, timeout or cancellation is an answer, never a trap).
+//! - **Jobs**: `prune-job` `new(input)` → its `scoring-request` → scored by
+//!   the host between two calls → `finish(response, id-number)`.
+//!
+//! **Ids without gaps, in finish order, also with results in flight at
+//! once.** The id number is an argument of `prune`, given before the
+//! scorer runs, while the store decides the number only when the record is
+//! kept. So the import form peeks `n0 = count + 1`
+//! ([`ResultStore::next_number`]), calls `prune(input, n0)`
+//! and keeps the scorer's response the import gave; then, inside the
+//! store's `push(|n| …)` (atomic with every other push of the
+//! conversation): if `n == n0` the record is the one `prune` returned; else
+//! another result took `n0` meanwhile, and the same input is finished again
+//! through a `prune-job` with the kept response and `n` — no second scorer
+//! call, no second import call, the same bytes the job form gives with `n`.
+//! Only an `ok` result is pushed: no other outcome takes an id, and a
+//! larger `n` only lengthens the header's id, so it never turns another
+//! outcome into `ok`.
+//!
+//! The host never parses the text, counts characters or decides a gate;
+//! for the repeat gate (SPEC §2) it passes the call's arguments and the
+//! store's call keys ([`ResultStore::calls`]).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::ResourceAny;
-
 use crate::cancel::CancelToken;
-use crate::engine::{HostFailure, Instance, Pruner};
+use crate::engine::{CallScoring, HostFailure, Instance, Pruner};
 use crate::log::{LogSink, StderrLog};
 use crate::scorer::{run_host_scorer, Scoring};
 use crate::store::{MemoryStore, ResultStore, StoreError};
 use crate::types::{
     wit_name, BatchFailure, Counts, Dialect, Gate, GuestPruned, Lang, OmittedOutcome, Operation, Outcome, ParagraphReport,
-    PruneInput, ScoringRequest, ScoringResponse, Shape, StoredResult,
+    PruneInput, ScoringResponse, Shape, StoredResult,
 };
+
+/// How a conversation's results go through the component (SPEC §14). Both
+/// give the same bytes; the conformance suite runs every scenario in both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Form {
+    /// One call, `pruner.prune`, with the scorer answering the component's
+    /// `scorer.score` import from inside it. The default: the simplest path
+    /// for a caller that blocks while the scorer runs anyway (this crate's
+    /// API is blocking).
+    #[default]
+    Import,
+    /// The `prune-job` resource: the request comes out, the host scores it
+    /// between two calls, the job is finished. For callers that want the
+    /// guest out of the way while scoring (the form event-loop hosts use);
+    /// in this blocking API it gives the same results, one call more.
+    Jobs,
+}
 
 /// How a conversation prunes (host design "Conversation"; SPEC §2, §6, §10).
 #[derive(Clone)]
@@ -57,6 +96,8 @@ pub struct ConversationOptions {
     /// **Test-only**: the deadline used is `min(policy.deadline-ms, cap)`,
     /// so a deadline test runs in milliseconds. Never set in production.
     pub deadline_cap: Option<Duration>,
+    /// How results go through the component ([`Form::Import`] by default).
+    pub form: Form,
 }
 
 impl Default for ConversationOptions {
@@ -73,6 +114,7 @@ impl Default for ConversationOptions {
             max_chars: None,
             store: None,
             deadline_cap: None,
+            form: Form::Import,
         }
     }
 }
@@ -112,12 +154,27 @@ pub struct ToolResult {
     pub report: bool,
     /// Scores this one result with another scorer than the conversation's.
     pub scoring: Option<Scoring>,
+    /// The tool call's arguments as the agent sent them (a JSON text), for
+    /// the repeat gate (SPEC §2): the same tool with the same arguments,
+    /// after an earlier result of that call was pruned in this
+    /// conversation, passes unpruned (`skipped`, gate `repeated`, with a log
+    /// line). Compared by the guest as a digest of canonical JSON; never
+    /// sent, logged or stored. `None` (the default): no repeat is detected.
+    pub arguments: Option<String>,
 }
 
 impl ToolResult {
     /// A successful result, not declared prunable.
     pub fn new(tool: impl Into<String>, text: impl Into<String>) -> Self {
-        ToolResult { tool: tool.into(), text: text.into(), ok: true, prunable: false, report: false, scoring: None }
+        ToolResult {
+            tool: tool.into(),
+            text: text.into(),
+            ok: true,
+            prunable: false,
+            report: false,
+            scoring: None,
+            arguments: None,
+        }
     }
 
     /// A successful result of a tool declared prunable.
@@ -160,6 +217,11 @@ pub struct PruneResult {
     pub failures: Vec<BatchFailure>,
     /// Why the host got no guest answer (then `body` is the input, outcome `failed`).
     pub failure: Option<HostFailure>,
+    /// How many times the host's scorer was asked to score this result: 0
+    /// (a gate, nothing scorable, the guest's own offline or stub scorer, a
+    /// failure before scoring) or 1 (import calls in the import form, the
+    /// job's request scored in the job form). Never more (SPEC §1: once).
+    pub scorer_calls: u32,
 }
 
 impl PruneResult {
@@ -173,7 +235,7 @@ impl PruneResult {
         Arc::ptr_eq(&self.body, &self.raw)
     }
 
-    fn from_guest(raw: Arc<str>, pruned: GuestPruned) -> Self {
+    fn from_guest(raw: Arc<str>, pruned: GuestPruned, scorer_calls: u32) -> Self {
         let body = match pruned.body {
             Some(body) => Arc::from(body),
             None => raw.clone(),
@@ -193,10 +255,11 @@ impl PruneResult {
             paragraphs: pruned.paragraphs,
             failures: pruned.failures,
             failure: None,
+            scorer_calls,
         }
     }
 
-    fn fail_open(raw: Arc<str>, failure: HostFailure, log_line: String) -> Self {
+    fn fail_open(raw: Arc<str>, failure: HostFailure, log_line: String, scorer_calls: u32) -> Self {
         PruneResult {
             body: raw.clone(),
             raw,
@@ -212,7 +275,33 @@ impl PruneResult {
             paragraphs: Vec::new(),
             failures: Vec::new(),
             failure: Some(failure),
+            scorer_calls,
         }
+    }
+
+    /// The guest's answer rebuilt from this result, for the guest's
+    /// `report.prune-json` (which reads the outcome, gate, shape, counts,
+    /// ratio, threshold, the stored id, the served model, paragraphs and
+    /// failures): none after a host failure. The body and the record's
+    /// dropped text are left out (the report does not read them).
+    pub(crate) fn to_guest(&self) -> Option<GuestPruned> {
+        if self.failure.is_some() {
+            return None;
+        }
+        Some(GuestPruned {
+            body: None,
+            outcome: self.outcome,
+            gate: self.gate,
+            shape: self.shape,
+            counts: self.counts.clone()?,
+            ratio: self.ratio,
+            threshold: self.threshold?,
+            log_line: self.log_line.clone(),
+            record: self.id.clone().map(|id| StoredResult { id, chars: 0, call: None, data: String::new() }),
+            paragraphs: self.paragraphs.clone(),
+            failures: self.failures.clone(),
+            served_model: self.served_model.clone(),
+        })
     }
 }
 
@@ -234,14 +323,6 @@ impl OmittedAnswer {
     }
 }
 
-/// What the conversation's lock guards: the instance (the counter and the
-/// records are the [`ResultStore`]'s).
-struct State {
-    instance: Option<Instance>,
-    /// Bumped whenever the instance is dropped: jobs of an older one are gone.
-    generation: u64,
-}
-
 struct Inner {
     pruner: Pruner,
     threshold: f64,
@@ -253,15 +334,16 @@ struct Inner {
     log: Arc<dyn LogSink>,
     store: Arc<dyn ResultStore>,
     deadline_cap: Option<Duration>,
-    state: Mutex<State>,
+    form: Form,
 }
 
 /// One agent conversation: its options, the id counter and the bounded
 /// store of pruned results (ids are unique within it: `P1`, `P2`, … across
-/// every turn), and one instance of the component.
+/// every turn). It holds no instance: each call takes one of the
+/// [`Pruner`]'s.
 ///
 /// Cheap to clone (shared); `Send + Sync`: results of several threads may be
-/// in flight at once (the guest is entered under a lock, scoring is not).
+/// in flight at once, each on an instance of its own.
 #[derive(Clone)]
 pub struct Conversation {
     inner: Arc<Inner>,
@@ -295,7 +377,7 @@ impl Pruner {
                 log: options.log,
                 store,
                 deadline_cap: options.deadline_cap,
-                state: Mutex::new(State { instance: None, generation: 0 }),
+                form: options.form,
             }),
         })
     }
@@ -353,28 +435,14 @@ impl Conversation {
     /// outcome is `failed`.
     pub fn omitted(&self, arguments: &str) -> OmittedAnswer {
         let inner = &self.inner;
-        let answer = {
-            let mut state = self.lock();
-            let found = self.with_instance(&mut state, |instance| {
-                let id = instance.call_bootstrap(|g, s| g.toolprune_pruner_omitted().call_requested_id(s, arguments))?;
-                Ok(id)
-            });
-            match found {
-                Err(failure) => Err(failure),
-                Ok(id) => match id.map(|id| inner.store.find(&id)).transpose() {
-                    Err(e) => Err(HostFailure::store(&e)),
-                    Ok(found) => {
-                        let found = found.flatten();
-                        let bytes = arguments.len() + found.as_ref().map_or(0, |r| r.chars as usize * 4);
-                        self.with_instance(&mut state, |instance| {
-                            instance.call_sized(bytes, |g, s| {
-                                g.toolprune_pruner_omitted().call_answer(s, arguments, inner.lang, &inner.agent, found.as_ref())
-                            })
-                        })
-                    }
-                },
-            }
-        };
+        let answer = self.on_instance(|instance| {
+            let id = instance.call_bootstrap(|g, s| g.toolprune_pruner_omitted().call_requested_id(s, arguments))?;
+            let found = id.map(|id| inner.store.find(&id)).transpose().map_err(|e| HostFailure::store(&e))?.flatten();
+            let bytes = arguments.len() + found.as_ref().map_or(0, |r| r.chars as usize * 4);
+            instance.call_sized(bytes, |g, s| {
+                g.toolprune_pruner_omitted().call_answer(s, arguments, inner.lang, &inner.agent, found.as_ref())
+            })
+        });
         let answer = match answer {
             Ok(result) => OmittedAnswer { outcome: Some(result.outcome), text: result.text, log_line: result.log_line },
             Err(failure) => OmittedAnswer {
@@ -393,29 +461,23 @@ impl Conversation {
         self.inner.pruner.omitted_tool(dialect, lang.unwrap_or(self.inner.lang))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// How this conversation's results go through the component.
+    pub fn form(&self) -> Form {
+        self.inner.form
     }
 
-    /// Runs `f` on the live instance (made if needed); drops it after any error.
-    fn with_instance<R>(
-        &self,
-        state: &mut State,
-        f: impl FnOnce(&mut Instance) -> Result<R, HostFailure>,
-    ) -> Result<R, HostFailure> {
-        let instance = match &mut state.instance {
-            Some(instance) => instance,
-            None => state.instance.insert(self.inner.pruner.instantiate()?),
-        };
-        let answer = f(instance);
-        if answer.is_err() {
-            state.instance = None;
-            state.generation += 1;
+    /// Runs `f` on an instance of its own (from the pool); gives it back
+    /// after success, drops it after any error (a trap, a limit, the store).
+    fn on_instance<R>(&self, f: impl FnOnce(&mut Instance) -> Result<R, HostFailure>) -> Result<R, HostFailure> {
+        let mut instance = self.inner.pruner.checkout()?;
+        let answer = f(&mut instance);
+        if answer.is_ok() {
+            self.inner.pruner.checkin(instance);
         }
         answer
     }
 
-    fn input(&self, request: &str, result: &ToolResult, scoring: &Scoring) -> PruneInput {
+    fn input(&self, request: &str, result: &ToolResult, scoring: &Scoring, pruned_calls: Vec<String>) -> PruneInput {
         let inner = &self.inner;
         PruneInput {
             request: request.to_string(),
@@ -430,132 +492,165 @@ impl Conversation {
             agent: inner.agent.clone(),
             tool: result.tool.clone(),
             report: result.report,
+            arguments: result.arguments.clone(),
+            pruned_calls,
+            work_budget: inner.pruner.limits_override().work,
         }
-    }
-
-    /// `new(input)` and its scoring request, on the live instance.
-    fn start_job(&self, state: &mut State, input: &PruneInput) -> Result<(ResourceAny, Option<ScoringRequest>, u64), HostFailure> {
-        let bytes = input.text.len();
-        let job = self.with_instance(state, |instance| {
-            instance.call_sized(bytes, |g, s| {
-                let job = g.toolprune_pruner_pruner().prune_job();
-                let handle = job.call_constructor(&mut *s, input)?;
-                let request = job.call_scoring_request(&mut *s, handle)?;
-                Ok((handle, request))
-            })
-        })?;
-        Ok((job.0, job.1, state.generation))
     }
 
     fn prune(&self, request: &str, cancel: &CancelToken, result: ToolResult) -> PruneResult {
         let inner = &self.inner;
         let scoring = result.scoring.clone().unwrap_or_else(|| inner.scoring.clone());
-        let input = self.input(request, &result, &scoring);
+        // The repeat gate's facts: only needed when the call's arguments are known.
+        let pruned_calls = match result.arguments {
+            Some(_) => match inner.store.calls() {
+                Ok(calls) => calls,
+                Err(e) => return self.fail_open(Arc::from(result.text), &result.tool, HostFailure::store(&e), 0),
+            },
+            None => Vec::new(),
+        };
+        let input = self.input(request, &result, &scoring, pruned_calls);
         let raw: Arc<str> = Arc::from(result.text);
         let tool = input.tool.clone();
-        let started = {
-            let mut state = self.lock();
-            self.start_job(&mut state, &input)
-        };
-        let (handle, scoring_request, generation) = match started {
-            Ok(started) => started,
-            Err(failure) => return self.fail_open(raw, &tool, failure),
-        };
-        let response = match (scoring_request, &scoring) {
-            (None, _) | (Some(_), Scoring::Offline) => None,
-            (Some(request), Scoring::Stub) => {
-                let mut state = self.lock();
-                let bytes = input.text.len();
-                let scored = self.with_instance(&mut state, |instance| {
-                    instance.call_sized(bytes, |g, s| g.toolprune_pruner_pruner().call_stub_scores(s, &request))
-                });
-                match scored {
-                    Ok(response) => Some(response),
-                    Err(failure) => return self.fail_open(raw, &tool, failure),
-                }
-            }
-            (Some(request), Scoring::Host(scorer)) => {
-                let mut retry = |facts: crate::types::RetryFacts| {
-                    let mut state = self.lock();
-                    self.with_instance(&mut state, |instance| {
-                        instance.call_bootstrap(|g, s| g.toolprune_pruner_settings().call_retry_delay(s, &facts))
-                    })
-                    .ok()
-                    .flatten()
-                };
-                Some(run_host_scorer(scorer, request, cancel, inner.deadline_cap, &mut retry))
-            }
-        };
-        let finished = {
-            let mut state = self.lock();
-            self.finish(&mut state, &input, handle, generation, response.as_ref())
+        let call = CallScoring::new(&inner.pruner, scoring.host_scorer(), cancel.clone(), inner.deadline_cap);
+        let (finished, scorer_calls) = match inner.form {
+            Form::Import => self.prune_import(&input, call),
+            Form::Jobs => self.prune_jobs(&input, call),
         };
         match finished {
             Ok(pruned) => {
                 if let Some(line) = &pruned.log_line {
                     inner.log.line(line);
                 }
-                PruneResult::from_guest(raw, pruned)
+                PruneResult::from_guest(raw, pruned, scorer_calls)
             }
-            Err(failure) => self.fail_open(raw, &tool, failure),
+            Err(failure) => self.fail_open(raw, &tool, failure, scorer_calls),
         }
     }
 
-    /// `finish(response, count + 1)` inside the store's `push` (under the
-    /// lock); the store keeps the record. A job whose instance was dropped
-    /// meanwhile (another call trapped) is made again from the same input in
-    /// the new instance. A store that cannot give the number or keep the
-    /// record is a host failure (`store`): the id is never handed out.
-    fn finish(
-        &self,
-        state: &mut State,
-        input: &PruneInput,
-        handle: ResourceAny,
-        generation: u64,
-        response: Option<&ScoringResponse>,
-    ) -> Result<GuestPruned, HostFailure> {
-        let handle = if generation == state.generation && state.instance.is_some() {
-            handle
-        } else {
-            self.start_job(state, input)?.0
+    /// The import form: `prune(input, n0)` on an instance of its own, the
+    /// scorer answering the import inside it, then the record kept under the
+    /// number the store gives (see the module's doc). Returns the guest's
+    /// answer and the import calls made.
+    fn prune_import(&self, input: &PruneInput, call: CallScoring) -> (Result<GuestPruned, HostFailure>, u32) {
+        let store = &self.inner.store;
+        let first = match store.next_number() {
+            Ok(number) => number,
+            Err(e) => return (Err(HostFailure::store(&e)), 0),
+        };
+        let mut instance = match self.inner.pruner.checkout() {
+            Ok(instance) => instance,
+            Err(failure) => return (Err(failure), 0),
+        };
+        instance.set_scoring(call);
+        let pruned = instance.call_sized(input.text.len(), |g, s| g.toolprune_pruner_pruner().call_prune(s, input, first));
+        let seen = instance.take_scoring();
+        let scorer_calls = seen.as_ref().map_or(0, |c| c.calls);
+        let response = seen.and_then(|c| c.response);
+        let pruned = match pruned {
+            Ok(pruned) => {
+                self.inner.pruner.checkin(instance);
+                pruned
+            }
+            // The trapped instance is dropped here.
+            Err(failure) => return (Err(failure), scorer_calls),
+        };
+        if pruned.outcome != Outcome::Ok {
+            return (Ok(pruned), scorer_calls);
+        }
+        let mut first_answer = Some(pruned);
+        let mut finished: Option<Result<GuestPruned, HostFailure>> = None;
+        let pushed = store.push(&mut |number| {
+            let pruned = match first_answer.take() {
+                Some(pruned) if number == first => Ok(pruned),
+                // Another result was stored meanwhile: the same input, the same scores, the id the store gives.
+                _ => self.finish_again(input, response.as_ref(), number),
+            };
+            let record = pruned.as_ref().ok().and_then(|p| p.record.clone());
+            finished = Some(pruned);
+            record
+        });
+        let finished = match (pushed, finished) {
+            (Ok(()), Some(pruned)) => pruned,
+            (Err(e), _) => Err(HostFailure::store(&e)),
+            (Ok(()), None) => Err(HostFailure::store(&StoreError("the store did not ask for the result".to_string()))),
+        };
+        (finished, scorer_calls)
+    }
+
+    /// The import form's result finished again with id number `number`
+    /// through a `prune-job`, from the response the import gave (none: the
+    /// guest scored itself): what the job form gives with that number.
+    fn finish_again(&self, input: &PruneInput, response: Option<&ScoringResponse>, number: u32) -> Result<GuestPruned, HostFailure> {
+        self.on_instance(|instance| {
+            instance.call_sized(input.text.len(), |g, s| {
+                let job = g.toolprune_pruner_pruner().prune_job();
+                let handle = job.call_constructor(&mut *s, input)?;
+                let pruned = job.call_finish(&mut *s, handle, response, number)?;
+                handle.resource_drop(&mut *s)?;
+                Ok(pruned)
+            })
+        })
+    }
+
+    /// The job form: `new(input)` and its request on an instance of its
+    /// own, the request scored by the host, then `finish(response, n)`
+    /// inside the store's `push` on the same instance. Returns the guest's
+    /// answer and the requests scored (0 or 1).
+    fn prune_jobs(&self, input: &PruneInput, call: CallScoring) -> (Result<GuestPruned, HostFailure>, u32) {
+        let mut instance = match self.inner.pruner.checkout() {
+            Ok(instance) => instance,
+            Err(failure) => return (Err(failure), 0),
         };
         let bytes = input.text.len();
+        let started = instance.call_sized(bytes, |g, s| {
+            let job = g.toolprune_pruner_pruner().prune_job();
+            let handle = job.call_constructor(&mut *s, input)?;
+            let request = job.call_scoring_request(&mut *s, handle)?;
+            Ok((handle, request))
+        });
+        let (handle, request) = match started {
+            Ok(started) => started,
+            Err(failure) => return (Err(failure), 0),
+        };
+        let (response, scorer_calls) = match (request, &call.scorer) {
+            (Some(request), Some(scorer)) => {
+                let pruner = self.inner.pruner.clone();
+                let mut retry = |facts: crate::types::RetryFacts| pruner.retry_delay(facts);
+                (Some(run_host_scorer(scorer, request, &call.cancel, call.deadline_cap, &mut retry)), 1)
+            }
+            // No request (a gate, nothing scorable, the guest's own scorer),
+            // or one without a host scorer (none: the guest says `failed`).
+            _ => (None, 0),
+        };
         let mut finished: Option<Result<GuestPruned, HostFailure>> = None;
-        let pushed = self.inner.store.push(&mut |id_number| {
-            let pruned = self.with_instance(state, |instance| {
-                instance.call_sized(bytes, |g, s| {
-                    let pruned = g.toolprune_pruner_pruner().prune_job().call_finish(&mut *s, handle, response, id_number)?;
-                    handle.resource_drop(&mut *s)?;
-                    Ok(pruned)
-                })
+        let pushed = self.inner.store.push(&mut |number| {
+            let pruned = instance.call_sized(bytes, |g, s| {
+                let pruned = g.toolprune_pruner_pruner().prune_job().call_finish(&mut *s, handle, response.as_ref(), number)?;
+                handle.resource_drop(&mut *s)?;
+                Ok(pruned)
             });
             let record = pruned.as_ref().ok().and_then(|p| p.record.clone());
             finished = Some(pruned);
             record
         });
-        match (pushed, finished) {
+        let finished = match (pushed, finished) {
             (Ok(()), Some(pruned)) => pruned,
-            (Err(e), finished) => {
-                if finished.is_none() {
-                    // The job was never finished: drop it (a failure here only costs the instance).
-                    if let Some(instance) = &mut state.instance {
-                        if instance.drop_resource(handle).is_err() {
-                            state.instance = None;
-                            state.generation += 1;
-                        }
-                    }
-                }
-                Err(HostFailure::store(&e))
-            }
+            (Err(e), _) => Err(HostFailure::store(&e)),
             (Ok(()), None) => Err(HostFailure::store(&StoreError("the store did not ask for the result".to_string()))),
+        };
+        // An unfinished job or a trap: the instance goes with it.
+        if finished.is_ok() {
+            self.inner.pruner.checkin(instance);
         }
+        (finished, scorer_calls)
     }
 
-    fn fail_open(&self, raw: Arc<str>, tool: &str, failure: HostFailure) -> PruneResult {
+    fn fail_open(&self, raw: Arc<str>, tool: &str, failure: HostFailure, scorer_calls: u32) -> PruneResult {
         let inner = &self.inner;
         let line = inner.pruner.failure_line(Operation::Prune, &inner.agent, tool, &failure);
         inner.log.line(&line);
-        PruneResult::fail_open(raw, failure, line)
+        PruneResult::fail_open(raw, failure, line, scorer_calls)
     }
 }
 

@@ -1,26 +1,45 @@
-//! The wasmtime side: bindings generated from `wit/`, the compiled and
-//! version-checked component ([`Pruner`]), per-call resource limits, and one
-//! live instance ([`Instance`]).
+//! The wasmtime side: the compiled and version-checked component
+//! ([`Pruner`]), the host's side of the component's one import
+//! (`scorer.score`, answered from the per-call [`CallScoring`] in the
+//! store's [`HostState`]), per-call resource limits, and live instances
+//! ([`Instance`]) kept in a small pool.
 //!
 //! SPEC §14: the host owns the instance's life (dropped after a trap) and
 //! its resource limits; the numbers come from the guest
 //! (`settings.call-limits-for`), everything else is the guest's too.
+//!
+//! **Instances.** Each call that enters the guest takes an instance of its
+//! own from the pool ([`Pruner::checkout`]) and gives it back when the call
+//! succeeded ([`Pruner::checkin`]); after any trap or limit it is dropped,
+//! never entered again. So several results of one conversation can be in
+//! flight at once (threads), each inside its own `pruner.prune` waiting on
+//! its scorer, with no lock held across a scorer call. At most
+//! [`MAX_IDLE_INSTANCES`] idle instances are kept.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap};
 
 use crate::cache::{self, CacheDir};
-use crate::scorer::Scoring;
-use crate::types::{CallLimits, Config as GuestConfig, Dialect, FailureReason, Inspection, Lang, Limit, Operation, RetryFacts};
+use crate::cancel::CancelToken;
+use crate::scorer::{run_host_scorer, Scorer, Scoring};
+use crate::types::{
+    BatchAnswer, CallLimits, Config as GuestConfig, Dialect, Failure, FailureReason, Inspection, Lang, Limit, Operation,
+    RetryFacts, ScoringRequest, ScoringResponse,
+};
 
 use crate::wit::{Toolprune, ToolprunePre};
 
-/// The contract versions this host speaks: `0.2.x` (WIT package `toolprune:pruner`).
-pub const CONTRACT: &str = "0.2";
+/// The contract versions this host speaks: `0.3.x` (WIT package `toolprune:pruner`).
+pub const CONTRACT: &str = "0.3";
+
+/// Idle instances a [`Pruner`] keeps for the next calls (more in flight at
+/// once are made as needed and dropped when they come back to a full pool).
+pub const MAX_IDLE_INSTANCES: usize = 4;
 
 /// Fuel and memory for the small calls made before the per-call limits are
 /// known (`settings.call-limits-for` itself, `version`): generous for them,
@@ -39,10 +58,15 @@ pub struct LimitsOverride {
     pub wall_ms: Option<u32>,
     /// Linear memory of an instance, in bytes.
     pub memory_bytes: Option<u64>,
+    /// The guest's work budget of every result, in its work units
+    /// (`prune-input.work-budget`, SPEC §7: the deterministic budget that
+    /// decides, the same in every host; past it the outcome is `failed` and
+    /// the line says `reason=budget`). `None`: the guest's own, sized from the text.
+    pub work: Option<u64>,
 }
 
 impl LimitsOverride {
-    fn apply(&self, limits: CallLimits) -> CallLimits {
+    pub(crate) fn apply(&self, limits: CallLimits) -> CallLimits {
         CallLimits {
             fuel: self.fuel.unwrap_or(limits.fuel),
             wall_ms: self.wall_ms.unwrap_or(limits.wall_ms),
@@ -112,9 +136,71 @@ impl std::fmt::Display for HostFailure {
 
 impl std::error::Error for HostFailure {}
 
-/// Per-store data: the memory limiter.
+/// Per-store data: the memory limiter, and the scoring context of the call
+/// in progress (none between calls).
 pub(crate) struct HostState {
     limits: Limiter,
+    scoring: Option<CallScoring>,
+}
+
+/// What the `scorer.score` import needs during one call of `pruner.prune`
+/// or `judge.decide`, and what it saw: set on the instance's store before
+/// the call ([`Instance::set_scoring`]), taken back after it
+/// ([`Instance::take_scoring`]).
+pub(crate) struct CallScoring {
+    /// The host's scorer; none (the guest's own scorers, or a judge without
+    /// a scorer): an import call answers every batch `failed(network)`.
+    pub scorer: Option<Arc<dyn Scorer>>,
+    /// The turn's cancellation (SPEC §11: answered `err(cancelled)`).
+    pub cancel: CancelToken,
+    /// **Test-only** deadline cap (see `ConversationOptions::deadline_cap`).
+    pub deadline_cap: Option<Duration>,
+    /// Asks `settings.retry-delay` — of another instance: the one inside
+    /// `prune` cannot be entered again while it waits for the import.
+    pub pruner: Pruner,
+    /// Import calls made during the call (the guest promises at most one).
+    pub calls: u32,
+    /// The last response the import gave the guest, kept so that the same
+    /// result can be finished again through a `prune-job` without a second
+    /// scorer call (ids renumbered under concurrency, `conversation`).
+    pub response: Option<ScoringResponse>,
+}
+
+impl CallScoring {
+    pub(crate) fn new(pruner: &Pruner, scorer: Option<Arc<dyn Scorer>>, cancel: CancelToken, deadline_cap: Option<Duration>) -> Self {
+        CallScoring { scorer, cancel, deadline_cap, pruner: pruner.clone(), calls: 0, response: None }
+    }
+}
+
+/// Every batch `failed(network)`: the answer when no host scorer is there.
+fn all_failed(request: &ScoringRequest) -> ScoringResponse {
+    ScoringResponse { answers: Ok(request.batches.iter().map(|_| BatchAnswer::Failed(Failure::Network)).collect()), elapsed_ms: 0 }
+}
+
+/// The component's only import (`wit/scorer.wit`, SPEC §14): runs the
+/// call's scorer on its own thread under the deadline and the turn's
+/// cancellation, asking `settings.retry-delay` of another instance. Never
+/// traps: an error, a panic, the deadline and cancellation are answers
+/// (`failed(network)` per batch, `err(timeout)`, `err(cancelled)`), so the
+/// outcome and log line are those of the job form.
+impl crate::wit::toolprune::pruner::scorer::Host for HostState {
+    fn score(&mut self, request: ScoringRequest) -> ScoringResponse {
+        let Some(call) = self.scoring.as_mut() else {
+            // Entered outside a prune or decide call (a guest bug): no scorer here.
+            return all_failed(&request);
+        };
+        call.calls += 1;
+        let response = match &call.scorer {
+            Some(scorer) => {
+                let pruner = call.pruner.clone();
+                let mut retry = |facts: RetryFacts| pruner.retry_delay(facts);
+                run_host_scorer(scorer, request, &call.cancel, call.deadline_cap, &mut retry)
+            }
+            None => all_failed(&request),
+        };
+        call.response = Some(response.clone());
+        response
+    }
 }
 
 /// wasmtime's [`StoreLimits`] with a bound that can change between calls,
@@ -173,6 +259,9 @@ struct PrunerInner {
     version: String,
     /// A spare instance for the pure calls (`settings.*`, `inspect`, …).
     utility: Mutex<Option<Instance>>,
+    /// Idle instances for the calls that may wait on a scorer (`prune`,
+    /// jobs, `decide`) and `omitted`: one per call in flight.
+    pool: Mutex<Vec<Instance>>,
 }
 
 /// The toolprune component, compiled (or read from the disk cache),
@@ -201,7 +290,7 @@ fn engine() -> anyhow::Result<Engine> {
 }
 
 /// Checks, before instantiating, that every `toolprune:pruner/*` export of
-/// `component` carries contract version 0.2.x (WIT rule 8 of the host
+/// `component` carries contract version 0.3.x (WIT rule 8 of the host
 /// design). Errors: `toolprune: this component implements contract X, this
 /// host needs 0.3.x (rebuild or reinstall toolprune)`.
 pub fn check_version(engine: &Engine, component: &Component) -> anyhow::Result<()> {
@@ -230,7 +319,8 @@ pub fn check_version(engine: &Engine, component: &Component) -> anyhow::Result<(
 impl Pruner {
     /// Loads the component: from the disk cache when a valid entry exists,
     /// else compiled (and cached); then checks its contract version and
-    /// links it (it imports nothing).
+    /// links it: its one import, `scorer.score`, is this host's
+    /// (`wit/scorer.wit`).
     ///
     /// Errors: the bytes are not a component, its exports carry another
     /// contract version (the message names both), or it cannot be linked.
@@ -242,7 +332,10 @@ impl Pruner {
         };
         let component = cache::load_component(&engine, &bytes, &options.cache)?;
         check_version(&engine, &component)?;
-        let linker = Linker::<HostState>::new(&engine);
+        let mut linker = Linker::<HostState>::new(&engine);
+        Toolprune::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |state| state)
+            .map_err(anyhow::Error::from)
+            .context("defining the scorer import")?;
         let pre = linker
             .instantiate_pre(&component)
             .and_then(ToolprunePre::new)
@@ -256,6 +349,7 @@ impl Pruner {
                 limits: options.limits,
                 version: String::new(),
                 utility: Mutex::new(None),
+                pool: Mutex::new(Vec::new()),
             }),
         };
         let version = pruner
@@ -282,7 +376,7 @@ impl Pruner {
             .map_err(|e| anyhow::anyhow!("{e}"))
     }
 
-    /// The component's contract version (`settings.version`, e.g. `0.2.0`).
+    /// The component's contract version (`settings.version`, e.g. `0.3.0`).
     pub fn version(&self) -> &str {
         &self.inner.version
     }
@@ -304,13 +398,34 @@ impl Pruner {
 
     /// A fresh store and instance (no code runs in it yet).
     pub(crate) fn instantiate(&self) -> Result<Instance, HostFailure> {
-        let mut store = Store::new(&self.inner.engine, HostState { limits: Limiter::new(u64::MAX) });
+        let mut store = Store::new(&self.inner.engine, HostState { limits: Limiter::new(u64::MAX), scoring: None });
         store.limiter(|state| &mut state.limits as &mut dyn ResourceLimiter);
         let bindings = store
             .set_fuel(BOOTSTRAP_FUEL)
             .and_then(|()| self.inner.pre.instantiate(&mut store))
             .map_err(|e| HostFailure::trap(&e, false))?;
         Ok(Instance { store, bindings, limits: self.inner.limits })
+    }
+
+    /// An instance for one call: an idle one from the pool, else a fresh one.
+    /// Give it back with [`Pruner::checkin`] only when every call on it
+    /// succeeded (after a trap it is dropped).
+    pub(crate) fn checkout(&self) -> Result<Instance, HostFailure> {
+        let idle = self.inner.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match idle {
+            Some(instance) => Ok(instance),
+            None => self.instantiate(),
+        }
+    }
+
+    /// Returns an instance whose calls all succeeded to the pool (dropped
+    /// when [`MAX_IDLE_INSTANCES`] are idle already).
+    pub(crate) fn checkin(&self, mut instance: Instance) {
+        instance.store.data_mut().scoring = None;
+        let mut pool = self.inner.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < MAX_IDLE_INSTANCES {
+            pool.push(instance);
+        }
     }
 
     /// Runs `f` on the spare instance (made if needed, dropped after a failure).
@@ -447,6 +562,27 @@ impl Pruner {
         })
     }
 
+    /// `prune --json` of every CLI (`report.prune-json`, rendered once in
+    /// the guest): `result`'s report as pretty-printed JSON without a final
+    /// newline; `scorer` is the scorer's label. Errors: a trap.
+    pub fn prune_json(&self, result: &crate::PruneResult, scorer: &str) -> Result<String, HostFailure> {
+        let guest = result.to_guest();
+        let failure = result.failure.as_ref().map(|f| (f.reason, f.limit));
+        self.with_utility(|g, s| g.toolprune_pruner_report().call_prune_json(s, guest.as_ref(), failure, scorer))
+    }
+
+    /// `split --json` of every CLI (`report.split-json`): how pruning splits
+    /// `text`, as pretty-printed JSON without a final newline. Errors: a trap.
+    pub fn split_json(&self, text: &str) -> Result<String, HostFailure> {
+        self.with_utility_sized(text.len(), |g, s| g.toolprune_pruner_report().call_split_json(s, text))
+    }
+
+    /// `split` of every CLI (`report.split-table`): the same as a table for
+    /// people, ending with a newline. Errors: a trap.
+    pub fn split_table(&self, text: &str) -> Result<String, HostFailure> {
+        self.with_utility_sized(text.len(), |g, s| g.toolprune_pruner_report().call_split_table(s, text))
+    }
+
     /// The host failure line (SPEC §11, §12): the guest's
     /// `settings.failure-line` from a fresh instance, or, when even that
     /// fails, `tool prune: outcome=failed reason=instantiate`.
@@ -478,6 +614,16 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// The scoring context of the next call (`prune`, `decide`).
+    pub(crate) fn set_scoring(&mut self, scoring: CallScoring) {
+        self.store.data_mut().scoring = Some(scoring);
+    }
+
+    /// The scoring context back, with what the import saw.
+    pub(crate) fn take_scoring(&mut self) -> Option<CallScoring> {
+        self.store.data_mut().scoring.take()
+    }
+
     /// One call with [`BOOTSTRAP_FUEL`] (pure calls on small inputs).
     pub(crate) fn call_bootstrap<R>(
         &mut self,
@@ -501,12 +647,6 @@ impl Instance {
     ) -> Result<R, HostFailure> {
         let limits = self.limits_for(bytes)?;
         self.run(limits.fuel, Some(limits.memory_bytes), f)
-    }
-
-    /// Drops a guest resource (a `prune-job` that will not be finished).
-    pub(crate) fn drop_resource(&mut self, handle: wasmtime::component::ResourceAny) -> Result<(), HostFailure> {
-        self.store.set_fuel(BOOTSTRAP_FUEL).map_err(|e| HostFailure::trap(&e, false))?;
-        handle.resource_drop(&mut self.store).map_err(|e| HostFailure::trap(&e, false))
     }
 
     fn run<R>(

@@ -3,8 +3,10 @@
 //!
 //! Every rule is the guest's (the TOML, its validation, the grammar, the Jev
 //! body, the reading of the answer, the log line). The host reads files,
-//! makes the one Jev call with the same [`Scorer`] it prunes with, and
-//! writes the log line.
+//! makes the one Jev call with the same [`Scorer`] it prunes with — by
+//! default from inside `judge.decide`, answering the component's
+//! `scorer.score` import ([`Form::Import`]); with [`Form::Jobs`] through a
+//! `judge-job` — and writes the log line.
 //!
 //! ```no_run
 //! use toolprune::judge::{Judge, Verdict};
@@ -25,7 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cancel::CancelToken;
-use crate::engine::{HostFailure, Pruner};
+use crate::conversation::Form;
+use crate::engine::{CallScoring, HostFailure, Pruner};
 use crate::log::{LogSink, StderrLog};
 use crate::scorer::{run_host_scorer, Scorer};
 use crate::types::Operation;
@@ -72,6 +75,7 @@ pub struct Judge {
     log: Arc<dyn LogSink>,
     cancel: CancelToken,
     deadline_cap: Option<Duration>,
+    form: Form,
 }
 
 impl Judge {
@@ -86,7 +90,16 @@ impl Judge {
             log: Arc::new(StderrLog),
             cancel: CancelToken::new(),
             deadline_cap: None,
+            form: Form::Import,
         }
+    }
+
+    /// Decide live calls through `judge.decide` and the import
+    /// ([`Form::Import`], the default) or through a `judge-job` ([`Form::Jobs`]):
+    /// the same decision and log line either way.
+    pub fn with_form(mut self, form: Form) -> Self {
+        self.form = form;
+        self
     }
 
     /// The Jev model to name in the body (native route), or none (Cloudflare).
@@ -125,14 +138,39 @@ impl Judge {
         self.settle(decided)
     }
 
-    /// Decides with one live call through the `judge-job` resource: `load`,
-    /// its `scoring-request` to the scorer (outside the guest, under the
-    /// deadline), `finish`. Without a scorer the answer is `failed`
-    /// (`no-answer`), as for any scorer failure.
+    /// Decides with one live call to the scorer (under the deadline and
+    /// the cancellation): by default `judge.decide`, the scorer answering
+    /// the component's `scorer.score` import from inside it; with
+    /// [`Form::Jobs`], `judge-job` load → its `scoring-request` → the scorer
+    /// → `finish`. Without a scorer the answer is `failed` (`no-answer`),
+    /// as for any scorer failure. Errors: the rules' problems, or a trap.
     pub fn route(&self, rules: &str, message: &str) -> Result<Decision, RouteError> {
+        match self.form {
+            Form::Import => self.route_import(rules, message),
+            Form::Jobs => self.route_jobs(rules, message),
+        }
+    }
+
+    fn route_import(&self, rules: &str, message: &str) -> Result<Decision, RouteError> {
         let model = self.jev_model.as_deref();
         let bytes = rules.len() + message.len();
-        let mut instance = match self.pruner.instantiate() {
+        let mut instance = match self.pruner.checkout() {
+            Ok(instance) => instance,
+            Err(failure) => return self.settle(Err(failure)),
+        };
+        instance.set_scoring(CallScoring::new(&self.pruner, self.scorer.clone(), self.cancel.clone(), self.deadline_cap));
+        let decided = instance.call_sized(bytes, |g, s| g.toolprune_pruner_judge().call_decide(s, rules, message, model));
+        instance.take_scoring();
+        if decided.is_ok() {
+            self.pruner.checkin(instance);
+        }
+        self.settle(decided)
+    }
+
+    fn route_jobs(&self, rules: &str, message: &str) -> Result<Decision, RouteError> {
+        let model = self.jev_model.as_deref();
+        let bytes = rules.len() + message.len();
+        let mut instance = match self.pruner.checkout() {
             Ok(instance) => instance,
             Err(failure) => return self.settle(Err(failure)),
         };
@@ -148,7 +186,10 @@ impl Judge {
         });
         let (handle, request) = match loaded {
             Ok(Ok(loaded)) => loaded,
-            Ok(Err(errors)) => return self.settle(Ok(Err(errors))),
+            Ok(Err(errors)) => {
+                self.pruner.checkin(instance);
+                return self.settle(Ok(Err(errors)));
+            }
             Err(failure) => return self.settle(Err(failure)),
         };
         let response = match &self.scorer {
@@ -167,6 +208,9 @@ impl Judge {
             handle.resource_drop(&mut *s)?;
             Ok(Ok(decision))
         });
+        if decision.is_ok() {
+            self.pruner.checkin(instance);
+        }
         self.settle(decision)
     }
 

@@ -1,11 +1,15 @@
-//! The Rust host of the toolprune component (contract 0.2, SPEC §14):
-//! mechanism only — every name, text, number and rule is the guest's.
+//! The Rust host of the toolprune component (contract 0.3, SPEC §14):
+//! mechanism only — every name, text, number and rule is the guest's. It
+//! provides the component's one import, `scorer.score` (`wit/scorer.wit`):
+//! a result is pruned in one call of `pruner.prune`, the guest asking this
+//! host's scorer at most once from inside it ([`Form::Import`], the
+//! default); [`Form::Jobs`] runs the same exchange as a `prune-job`.
 //!
 //! | module | what | SPEC |
 //! |---|---|---|
-//! | [`engine`] | the compiled, version-checked component ([`Pruner`]), per-call limits from `settings.call-limits-for` | §11, §14 |
+//! | [`engine`] | the compiled, version-checked component ([`Pruner`]), the `scorer.score` import, a pool of instances, per-call limits from `settings.call-limits-for` | §11, §14 |
 //! | [`cache`] | the disk cache of the compiled component ([`CacheDir`]) | — |
-//! | [`conversation`] | [`Conversation`] (id counter, bounded store, one instance), [`Turn`], [`PruneResult`], `omitted` | §2–§12 |
+//! | [`conversation`] | [`Conversation`] (id counter, bounded store), [`Turn`], [`PruneResult`], [`Form`], `omitted` | §2–§12, §14 |
 //! | [`store`] | where a conversation keeps its id counter and pruned results: [`ResultStore`], [`MemoryStore`] (default) | §10 |
 //! | [`scorer`] | [`Scoring`] (offline, stub, host), the [`Scorer`] trait, the deadline and retry questions ([`ScoringContext`]), [`ScriptedScorer`] | §5, §11, §14 |
 //! | [`jev`] | the Jev transport over HTTP ([`JevScorer`]), configured by the guest's `settings.resolve` | §5, §11 |
@@ -46,7 +50,7 @@ mod wit;
 
 pub use cache::CacheDir;
 pub use cancel::CancelToken;
-pub use conversation::{Conversation, ConversationError, ConversationOptions, OmittedAnswer, PruneResult, ToolResult, Turn};
+pub use conversation::{Conversation, ConversationError, ConversationOptions, Form, OmittedAnswer, PruneResult, ToolResult, Turn};
 pub use engine::{HostFailure, LimitsOverride, LoadOptions, Pruner};
 pub use jev::{Attempt, JevScorer};
 pub use log::{CapturedLog, LogSink, StderrLog};

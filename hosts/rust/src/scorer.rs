@@ -2,8 +2,10 @@
 //! scorer: on its own thread, under the deadline, cancellable, with
 //! failures folded into per-batch `failed(network)` (SPEC §11).
 //!
-//! - [`Scoring`]: the guest's offline scorer, the stub (the guest's
-//!   `pruner.stub-scores`), or a host [`Scorer`] (Jev, a test scorer).
+//! - [`Scoring`]: the guest's offline scorer, the guest's stub
+//!   (`scorer-choice.stub`), or a host [`Scorer`] (Jev, a test scorer),
+//!   asked through the component's `scorer.score` import (the import form)
+//!   or between a job's two calls (the job form).
 //! - [`Scorer`]: what a host scorer implements: one call per tool result,
 //!   every batch, with a [`ScoringContext`] (deadline, stop, retry rule).
 //! - [`ScriptedScorer`]: fixed answers for tests.
@@ -25,7 +27,8 @@ pub enum Scoring {
     #[default]
     Offline,
     /// The word-overlap stub (tests and demos, not a relevance model),
-    /// answered by the guest's `pruner.stub-scores` (`scorer=stub`).
+    /// scored inside the guest (`scorer-choice.stub`, `scorer=stub`): no
+    /// host call, like [`Scoring::Offline`].
     Stub,
     /// A host scorer: Jev ([`crate::JevScorer`]) or your own.
     Host(Arc<dyn Scorer>),
@@ -68,6 +71,14 @@ impl Scoring {
         }
     }
 
+    /// The host scorer, if this is one (the guest's own scorers are none).
+    pub(crate) fn host_scorer(&self) -> Option<Arc<dyn Scorer>> {
+        match self {
+            Scoring::Host(scorer) => Some(scorer.clone()),
+            _ => None,
+        }
+    }
+
     /// The Jev model the scorer names, if any.
     pub(crate) fn jev_model(&self) -> Option<String> {
         match self {
@@ -80,7 +91,8 @@ impl Scoring {
     pub(crate) fn choice(&self) -> ScorerChoice {
         match self {
             Scoring::Offline => ScorerChoice::Offline,
-            other => ScorerChoice::Host(other.name().to_string()),
+            Scoring::Stub => ScorerChoice::Stub,
+            Scoring::Host(scorer) => ScorerChoice::Host(scorer.name().to_string()),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! default (in process, bounded, oldest evicted first).
 //!
 //! A store is mechanism: it never looks inside a record except for its `id`
-//! (to find it) and `chars` (what it weighs against the bounds). Agents that
+//! (to find it), `chars` (what it weighs against the bounds) and `call` (the
+//! repeat gate's key, handed back by [`ResultStore::calls`]). Agents that
 //! run every hook as a separate process keep the same semantics on disk
 //! (the `toolprune` CLI's session store implements this trait), so a
 //! conversation's ids stay unique across processes.
@@ -61,8 +62,29 @@ pub trait ResultStore: Send + Sync {
     /// The counter (results stored so far; the next id is `P{count + 1}`).
     fn count(&self) -> Result<u32, StoreError>;
 
+    /// The number the next [`push`](Self::push) will most likely give
+    /// `finish` (default `count + 1`): a guess, since another push may come
+    /// first. The conversation's import form prunes with this number before
+    /// the scorer runs, and finishes the result again only when `push`
+    /// gives another (`conversation` module). A store that numbers in its
+    /// own way (not `count + 1`) should answer its own next number here.
+    fn next_number(&self) -> Result<u32, StoreError> {
+        Ok(self.count()?.saturating_add(1))
+    }
+
     /// The records held, oldest first.
     fn records(&self) -> Result<Vec<StoredResult>, StoreError>;
+
+    /// The call keys (`stored-result.call`: a digest of a tool's name and
+    /// canonical arguments, never the arguments) of the records held, oldest
+    /// first; records stored without one are left out. The conversation
+    /// passes them to the guest for the repeat gate (SPEC §2: the same call
+    /// after a pruned result passes unpruned); an evicted record no longer
+    /// counts. The default reads [`records`](Self::records); a store that
+    /// keeps an index (on disk) should answer from it.
+    fn calls(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self.records()?.into_iter().filter_map(|r| r.call).collect())
+    }
 }
 
 struct Memory {
@@ -128,6 +150,10 @@ impl ResultStore for MemoryStore {
     fn records(&self) -> Result<Vec<StoredResult>, StoreError> {
         Ok(self.lock().records.iter().cloned().collect())
     }
+
+    fn calls(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self.lock().records.iter().filter_map(|r| r.call.clone()).collect())
+    }
 }
 
 #[cfg(test)]
@@ -135,7 +161,17 @@ mod tests {
     use super::*;
 
     fn record(number: u32, chars: u64) -> StoredResult {
-        StoredResult { id: format!("P{number}"), chars, data: "x".repeat(chars as usize) }
+        StoredResult { id: format!("P{number}"), chars, call: Some(format!("call{number}")), data: "x".repeat(chars as usize) }
+    }
+
+    #[test]
+    fn call_keys_are_those_of_the_records_held_and_go_with_evicted_ones() {
+        let store = MemoryStore::new(2, 1_000);
+        store.push(&mut |n| Some(record(n, 10))).unwrap();
+        store.push(&mut |n| Some(StoredResult { call: None, ..record(n, 10) })).unwrap();
+        assert_eq!(store.calls().unwrap(), ["call1"], "a record without a key adds none");
+        store.push(&mut |n| Some(record(n, 10))).unwrap();
+        assert_eq!(store.calls().unwrap(), ["call3"], "P1 was evicted, and its key with it");
     }
 
     #[test]

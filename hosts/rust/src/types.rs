@@ -24,8 +24,9 @@ pub use crate::wit::exports::toolprune::pruner::pruner::{
 pub use crate::wit::exports::toolprune::pruner::settings::{
     CallLimits, Config, HostFailure as FailureReason, JevEndpoint, Limit, Operation, RetryFacts, StoreLimits,
 };
-pub use crate::wit::exports::toolprune::pruner::types::{
-    Batch, BatchAnswer, Failure, FailureClass, Lang, ScoringRequest, ScoringResponse, ScoringStop, TransportPolicy,
+pub use crate::wit::exports::toolprune::pruner::types::{FailureClass, Lang};
+pub use crate::wit::toolprune::pruner::scorer::{
+    Batch, BatchAnswer, Failure, ScoringRequest, ScoringResponse, ScoringStop, TransportPolicy,
 };
 
 /// The SPEC name of a WIT enum case, from its generated Rust name: the

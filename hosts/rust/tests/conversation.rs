@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use toolprune::types::{BatchAnswer, Failure, Limit, OmittedOutcome, Outcome, ScoringRequest, UnitInfo};
 use toolprune::{
-    CapturedLog, Conversation, ConversationOptions, LimitsOverride, LoadOptions, Pruner, Scorer, Scoring,
+    CapturedLog, Conversation, ConversationOptions, Form, LimitsOverride, LoadOptions, Pruner, Scorer, Scoring,
     ScoringContext, ScriptedScorer, ToolResult,
 };
 
@@ -195,29 +195,84 @@ fn omitted_reads_back_results_of_every_turn_of_the_conversation() {
     assert_eq!(omitted_lines.len(), 3, "{omitted_lines:?}");
 }
 
+/// In both forms. The import form prunes with the number it peeked
+/// (`count + 1`) before its scorer ran; a result that finishes after
+/// another took that number is finished again through a `prune-job` with
+/// the same scores and the store's number: every body names its own id,
+/// every id reads back its own text, and no scorer is asked twice.
 #[test]
 fn results_in_flight_at_once_get_unique_ids_in_the_order_they_finish() {
-    let log = Arc::new(CapturedLog::new());
-    let conversation = conversation(Scoring::Offline, &log);
-    let turn = conversation.turn(REQUEST);
-    let delays = [900u64, 0, 450, 150];
-    let results: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = delays
-            .iter()
-            .map(|&ms| {
-                let turn = turn.clone();
-                scope.spawn(move || {
-                    let scorer = resumption_scorer().delay(Duration::from_millis(ms));
-                    let result = ToolResult { scoring: Some(Scoring::host(scorer)), ..ToolResult::prunable("fetch", TRANSPORTS) };
-                    turn.on_tool_result(result)
-                })
+    for form in [Form::Import, Form::Jobs] {
+        let log = Arc::new(CapturedLog::new());
+        let conversation = pruner()
+            .conversation(ConversationOptions {
+                enabled: true,
+                agent: "test".to_string(),
+                log: log.clone(),
+                form,
+                ..ConversationOptions::default()
             })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let ids: Vec<_> = results.iter().map(|r| r.id.clone().unwrap_or_default()).collect();
-    assert_eq!(ids, ["P4", "P1", "P3", "P2"], "ids follow the finishing order (delays {delays:?})");
-    assert_eq!(conversation.count(), 4);
+            .unwrap();
+        let turn = conversation.turn(REQUEST);
+        let delays = [900u64, 0, 450, 150];
+        let scorers: Vec<Arc<ScriptedScorer>> =
+            delays.iter().map(|&ms| Arc::new(resumption_scorer().delay(Duration::from_millis(ms)))).collect();
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = scorers
+                .iter()
+                .map(|scorer| {
+                    let turn = turn.clone();
+                    let scoring = Scoring::from(scorer.clone());
+                    scope.spawn(move || {
+                        let result = ToolResult { scoring: Some(scoring), ..ToolResult::prunable("fetch", TRANSPORTS) };
+                        turn.on_tool_result(result)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let ids: Vec<_> = results.iter().map(|r| r.id.clone().unwrap_or_default()).collect();
+        assert_eq!(ids, ["P4", "P1", "P3", "P2"], "{form:?}: ids follow the finishing order (delays {delays:?})");
+        assert_eq!(conversation.count(), 4);
+        for (result, scorer) in results.iter().zip(&scorers) {
+            let id = result.id.as_deref().unwrap();
+            assert!(result.body.contains(&format!("id={id}]")), "{form:?}: the body names its own id {id}");
+            assert_eq!(scorer.calls(), 1, "{form:?}: {id}'s scorer was asked once");
+            assert_eq!(result.scorer_calls, 1, "{form:?}: {id}");
+            let line = result.log_line.as_deref().unwrap();
+            assert!(log.lines().iter().any(|l| l == line), "{form:?}: {id}'s line was written");
+        }
+        let stored: Vec<String> = conversation.stored().into_iter().map(|r| r.id).collect();
+        assert_eq!(stored, ["P1", "P2", "P3", "P4"], "{form:?}: no gap, no duplicate");
+        let bodies: std::collections::BTreeSet<&str> = results.iter().map(|r| &*r.body).collect();
+        assert_eq!(bodies.len(), 4, "{form:?}: same text and scores, four ids: four bodies");
+    }
+}
+
+/// The import form gives the job form's bytes, and asks the scorer the
+/// same once: the default form goes through `pruner.prune`.
+#[test]
+fn the_import_and_the_job_form_give_the_same_bytes_with_one_scorer_call() {
+    let mut bodies = Vec::new();
+    for form in [Form::Import, Form::Jobs] {
+        let scorer = Arc::new(resumption_scorer());
+        let conversation = pruner()
+            .conversation(ConversationOptions {
+                enabled: true,
+                scoring: Some(Scoring::from(scorer.clone())),
+                log: Arc::new(CapturedLog::new()),
+                form,
+                ..ConversationOptions::default()
+            })
+            .unwrap();
+        assert_eq!(conversation.form(), form);
+        let result = conversation.turn(REQUEST).on_tool_result(ToolResult::prunable("fetch", TRANSPORTS));
+        assert_eq!(result.outcome, Outcome::Ok);
+        assert_eq!((scorer.calls(), result.scorer_calls), (1, 1), "{form:?}");
+        bodies.push((result.body.to_string(), result.log_line.clone(), result.counts.clone().map(|c| (c.work, c.dropped))));
+    }
+    assert_eq!(bodies[0], bodies[1]);
+    assert_eq!(ConversationOptions::default().form, Form::Import, "the import form is the default");
 }
 
 #[test]
@@ -259,17 +314,34 @@ impl Scorer for Panicking {
 
 #[test]
 fn a_scorer_that_panics_is_a_scorer_failure() {
-    let log = Arc::new(CapturedLog::new());
-    let conversation = conversation(Scoring::host(Panicking), &log);
-    let result = conversation.turn(REQUEST).on_tool_result(ToolResult::prunable("fetch", TRANSPORTS));
-    assert_eq!(result.outcome, Outcome::Failed);
-    assert!(result.unchanged());
-    assert_eq!(result.failure, None, "not a host failure: the guest decided");
-    assert!(!result.failures.is_empty());
-    assert!(result.failures.iter().all(|f| f.status.is_none() && toolprune::types::wit_name(&f.class) == "network"));
-    let lines = log.lines();
-    assert_eq!(lines.len(), 1);
-    assert!(lines[0].contains(" outcome=failed shape=text ") && lines[0].ends_with(" scorer=panicking"), "{}", lines[0]);
+    // Inside the import (the default form) as between a job's calls: an
+    // answer, never a trap; the same outcome and line.
+    let mut seen = Vec::new();
+    for form in [Form::Import, Form::Jobs] {
+        let log = Arc::new(CapturedLog::new());
+        let conversation = pruner()
+            .conversation(ConversationOptions {
+                enabled: true,
+                agent: "test".to_string(),
+                scoring: Some(Scoring::host(Panicking)),
+                log: log.clone(),
+                form,
+                ..ConversationOptions::default()
+            })
+            .unwrap();
+        let result = conversation.turn(REQUEST).on_tool_result(ToolResult::prunable("fetch", TRANSPORTS));
+        assert_eq!(result.outcome, Outcome::Failed);
+        assert!(result.unchanged());
+        assert_eq!(result.failure, None, "{form:?}: not a host failure: the guest decided");
+        assert_eq!(result.scorer_calls, 1);
+        assert!(!result.failures.is_empty());
+        assert!(result.failures.iter().all(|f| f.status.is_none() && toolprune::types::wit_name(&f.class) == "network"));
+        let lines = log.lines();
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains(" outcome=failed shape=text ") && lines[0].ends_with(" scorer=panicking"), "{}", lines[0]);
+        seen.push(lines[0].split(" ms=").next().unwrap().to_string());
+    }
+    assert_eq!(seen[0], seen[1], "the same line in both forms");
 }
 
 /// A scorer that never answers (and ignores the host's stop).
