@@ -317,7 +317,7 @@ test('the same tool with the same arguments, after its result was pruned, passes
     assert.deepEqual([again.outcome, again.gate, again.id, again.body === TEXT, again.scorerCalls], ['skipped', 'repeated', null, true, 0], form);
     assert.equal(again.counts.paragraphs, null);
     assert.equal(log.lines.length, 2, 'the repeat gate writes a line');
-    assert.match(log.lines[1], / outcome=skipped .*paragraphs=- /);
+    assert.match(log.lines[1], / outcome=skipped gate=repeated .*paragraphs=- /);
     assert.equal(scorer.state.calls, 1);
     // Another tool, other arguments, or no arguments: pruned as usual.
     for (const other of [{ tool: 'web_fetch', arguments: '{"url": "https://example.com/a", "n": 1}' }, { tool: 'fetch', arguments: '{"url": "https://example.com/b"}' }, { tool: 'fetch' }]) {

@@ -105,7 +105,7 @@ describe('the OpenCode plugin', () => {
     const repeats = log.filter((l) => / name=docs_fetch outcome=skipped /.test(l));
     assert.equal(repeats.length, 2, log.join('\n'));
     for (const line of repeats) {
-      assert.match(line, /^\d+ session=[0-9a-f]{16} tool prune: agent=opencode name=docs_fetch outcome=skipped .*paragraphs=- /);
+      assert.match(line, /^\d+ session=[0-9a-f]{16} tool prune: agent=opencode name=docs_fetch outcome=skipped gate=repeated .*paragraphs=- /);
       assert.ok(!line.includes('nvm') && !line.includes('50000'), 'no arguments in the log');
     }
   });
