@@ -74,7 +74,8 @@ describe('the OpenCode plugin', () => {
     const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8'));
     assert.equal(state.count, 1);
     const record = JSON.parse(readFileSync(join(dir, 'P1.json'), 'utf8'));
-    assert.deepEqual(Object.keys(record), ['id', 'chars', 'data', 'call']);
+    assert.deepEqual(Object.keys(record), ['id', 'chars', 'call', 'data']);
+    assert.deepEqual(state.calls, { 1: record.call }, 'the index holds the call key, as the Rust CLI writes it');
     assert.match(record.call, /^[0-9a-f]{32}$/, 'a key of the call, never its arguments');
     assert.equal(JSON.parse(readFileSync(join(dir, 'request.json'), 'utf8')).request, REQUEST);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
@@ -291,6 +292,33 @@ describe('resultStore (a conversation keeping its records elsewhere)', () => {
     assert.equal(d.count, 2);
     rmSync(dir, { recursive: true, force: true });
     pruner.close();
+  });
+
+  test('call keys live in the index as the Rust CLI keeps them: evicted with their records, dropped at the end, read from a Rust-written state', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolprune-calls-'));
+    const root = new Root(join(dir, 'store'));
+    const session = root.session('test', 'calls', { maxRecords: 2, maxChars: 1000 });
+    const rec = (n, call) => ({ id: `P${n}`, chars: 10n, call, data: `d${n}` });
+    session.push(rec(1, 'key1'));
+    session.push(rec(2, undefined));
+    assert.deepEqual(session.calls(), ['key1']);
+    session.push(rec(3, 'key3'));
+    assert.deepEqual(session.calls(), ['key3'], 'P1 was evicted, and its key with it');
+    const state = JSON.parse(readFileSync(join(session.path, 'state.json'), 'utf8'));
+    assert.deepEqual(state, { count: 3, records: [[2, 10], [3, 10]], calls: { 3: 'key3' } });
+    assert.equal(session.find('P3').call, 'key3');
+    // Another process (a new Session on the same directory) sees the same keys.
+    assert.deepEqual(root.existingSession('test', 'calls').calls(), ['key3']);
+    session.end();
+    assert.deepEqual(session.calls(), []);
+    assert.deepEqual(JSON.parse(readFileSync(join(session.path, 'state.json'), 'utf8')), { count: 3, records: [] });
+    // A state the Rust CLI wrote (cli/src/store.rs: `calls` keyed by the number as text).
+    const rust = root.session('test', 'rust');
+    writeFileSync(join(rust.path, 'state.json'), '{"count":2,"records":[[1,5],[2,7]],"calls":{"2":"abc"}}');
+    assert.deepEqual(rust.calls(), ['abc']);
+    writeFileSync(join(rust.path, 'state.json'), '{"count":2,"records":[[1,5],[2,7]],"calls":{"2":7}}');
+    assert.throws(() => rust.calls(), /corrupt/);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test('results scored at once by a slow scorer get distinct ids in the store, in the order they finish', async () => {
