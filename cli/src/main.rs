@@ -26,7 +26,6 @@ use toolprune::{ConversationOptions, Pruner, ToolResult};
 use toolprune_cli::agents::{self, Agent};
 use toolprune_cli::install;
 use toolprune_cli::jev as cli_jev;
-use toolprune_cli::report::{prune_report, split_report, split_table};
 use toolprune_cli::route as cli_route;
 
 #[derive(Parser)]
@@ -419,8 +418,8 @@ fn prune(args: PruneArgs) -> Result<ExitCode, String> {
         log.prune_result(&result);
     }
     if args.json {
-        let report = prune_report(&result, &scorer_name);
-        let mut out = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        // Rendered by the guest (`report.prune-json`): the same bytes in every CLI.
+        let mut out = pruner.prune_json(&result, &scorer_name).map_err(|e| format!("the component failed: {e}"))?;
         out.push('\n');
         write_stdout(out.as_bytes())?;
     } else {
@@ -444,13 +443,14 @@ fn split(args: SplitArgs) -> Result<ExitCode, String> {
     let bytes = read_input(args.file.as_ref())?;
     let text =
         String::from_utf8(bytes).map_err(|_| "input is not UTF-8; nothing to split".to_string())?;
-    let inspection = pruner()?.inspect(&text).map_err(|e| format!("the component failed: {e}"))?;
+    // Rendered by the guest (`report.split-json`, `report.split-table`): the same bytes in every CLI.
+    let pruner = pruner()?;
     let out = if args.json {
-        let mut out = serde_json::to_string_pretty(&split_report(&inspection)).map_err(|e| e.to_string())?;
+        let mut out = pruner.split_json(&text).map_err(|e| format!("the component failed: {e}"))?;
         out.push('\n');
         out
     } else {
-        split_table(&text, &inspection)
+        pruner.split_table(&text).map_err(|e| format!("the component failed: {e}"))?
     };
     write_stdout(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)

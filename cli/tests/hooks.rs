@@ -99,8 +99,17 @@ fn claude_prompt(session: &str) -> Value {
     with(fixture("claude-code", "user_prompt_submit.json"), json!({"session_id": session, "prompt": PROMPT}))
 }
 
+/// Another page address each time: a call with the same arguments after a
+/// pruned result is a repeat, which passes whole (SPEC §2).
+fn fresh_url() -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    format!("http://127.0.0.1:8000/docs/page-{}.html", N.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+}
+
 fn claude_fetch(session: &str) -> Value {
-    with(fixture("claude-code", "post_tool_use.mcp_fetch.json"), json!({"session_id": session}))
+    let event = fixture("claude-code", "post_tool_use.mcp_fetch.json");
+    let input = with(event["tool_input"].clone(), json!({"url": fresh_url()}));
+    with(event, json!({"session_id": session, "tool_input": input}))
 }
 
 fn page() -> String {
@@ -361,9 +370,9 @@ fn set_mode(path: &Path, mode: u32) {
 fn concurrent_hook_processes_of_one_session_keep_every_record() {
     let scratch = Scratch::new();
     scratch.hook("claude-code", &claude_prompt("busy"));
-    let event = claude_fetch("busy").to_string();
     let children: Vec<_> = (0..6)
         .map(|_| {
+            let event = claude_fetch("busy").to_string();
             let mut child = scratch.command(&["hook", "claude-code"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
             child.stdin.take().unwrap().write_all(event.as_bytes()).unwrap();
             child
@@ -391,13 +400,72 @@ fn concurrent_hook_processes_of_one_session_keep_every_record() {
     assert_eq!(state["count"], 6);
 }
 
+/// The repeat gate at every agent's hook (SPEC §2, issue 25 §4): the same
+/// tool called again with the same arguments after its result was pruned
+/// passes whole — the agent's "no change" — with a `gate=repeated` line that
+/// `toolprune stats` counts; other arguments still prune.
+#[test]
+fn a_second_identical_call_passes_unpruned_in_every_agent_and_stats_counts_it() {
+    let scratch = Scratch::new();
+    let same = json!({"url": "http://127.0.0.1:8000/docs/the-same-page.html", "max_length": 100000});
+    // The same arguments in another key order and spacing are the same call.
+    let reordered: Value = serde_json::from_str(r#"{"max_length":100000, "url":"http://127.0.0.1:8000/docs/the-same-page.html"}"#).unwrap();
+
+    // Claude Code.
+    scratch.hook("claude-code", &claude_prompt("rc"));
+    let first = scratch.hook("claude-code", &with(claude_fetch("rc"), json!({"tool_input": same})));
+    assert!(first.contains("id=P1]"), "the first call is pruned: {first}\n{}", scratch.log());
+    assert_eq!(scratch.hook("claude-code", &with(claude_fetch("rc"), json!({"tool_input": reordered}))), "", "the repeat passes whole");
+    assert!(scratch.hook("claude-code", &claude_fetch("rc")).contains("id=P2]"), "other arguments still prune");
+
+    // Codex CLI.
+    scratch.hook("codex", &codex_prompt("rx"));
+    let first = scratch.hook("codex", &with(codex_fetch("rx"), json!({"tool_input": same})));
+    assert!(first.contains("id=P1]"), "{first}");
+    assert_eq!(scratch.hook("codex", &with(codex_fetch("rx"), json!({"tool_input": same}))), "");
+
+    // Gemini CLI (the pruned body comes back through a tail call to `omitted`).
+    let prompt = with(fixture("gemini", "BeforeAgent.stdin.json"), json!({"session_id": "rg", "prompt": PROMPT}));
+    scratch.hook("gemini", &prompt);
+    let first: Value = serde_json::from_str(&scratch.hook("gemini", &with(gemini_after_tool("rg"), json!({"tool_input": same})))).unwrap();
+    assert_eq!(first["hookSpecificOutput"]["tailToolCallRequest"]["args"]["id"], "P1");
+    assert_eq!(scratch.hook("gemini", &with(gemini_after_tool("rg"), json!({"tool_input": same}))), "{}");
+
+    // Cursor (its `tool_input` may be a JSON text).
+    let prompt = with(fixture("cursor", "beforeSubmitPrompt.stdin.json"), json!({"prompt": PROMPT}));
+    scratch.hook("cursor", &prompt);
+    let output = json!({"content": [{"type": "text", "text": page()}], "isError": false}).to_string();
+    let post = with(fixture("cursor", "postToolUse.mcp.stdin.json"), json!({"tool_output": output, "tool_input": same}));
+    assert!(scratch.hook("cursor", &post).contains("id=P1]"));
+    let again = with(post, json!({"tool_input": reordered.to_string()}));
+    assert_eq!(scratch.hook("cursor", &again), "{}");
+
+    let log = scratch.log();
+    let repeats: Vec<&str> = log.lines().filter(|l| l.contains(" outcome=skipped gate=repeated ")).collect();
+    assert_eq!(repeats.len(), 4, "one line per repeat: {log}");
+    for agent in ["claude-code", "codex", "gemini", "cursor"] {
+        assert!(repeats.iter().any(|l| l.contains(&format!("agent={agent} "))), "{agent}: {repeats:?}");
+        assert!(log.contains(&format!("hook: agent={agent} event=")) && log.contains("reason=repeated"), "{log}");
+    }
+    assert!(!log.contains("the-same-page"), "the log carries no arguments");
+    let stats = scratch.run(&["stats", "--json"], b"");
+    assert_eq!(stats.status.code(), Some(0), "{}", String::from_utf8_lossy(&stats.stderr));
+    let stats = String::from_utf8(stats.stdout).unwrap();
+    let report: Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(report["total"]["skipped"]["repeated"], 4, "stats counts the repeats: {stats}");
+    for agent in ["claude-code", "codex", "gemini", "cursor"] {
+        let row = report["by_agent"].as_array().unwrap().iter().find(|r| r["key"] == agent).unwrap_or_else(|| panic!("{agent}: {stats}"));
+        assert_eq!(row["skipped"]["repeated"], 1, "{agent}: {stats}");
+    }
+}
+
 // -- Gemini CLI ---------------------------------------------------------------------
 
 fn gemini_after_tool(session: &str) -> Value {
     let wrapped = format!("<untrusted_context>\n{}\n</untrusted_context>", page());
     with(
         fixture("gemini", "AfterTool.mcp_fetch_fetch.stdin.json"),
-        json!({"session_id": session, "tool_response": {"llmContent": [{"text": wrapped}], "returnDisplay": page()}}),
+        json!({"session_id": session, "tool_input": {"url": fresh_url()}, "tool_response": {"llmContent": [{"text": wrapped}], "returnDisplay": page()}}),
     )
 }
 
@@ -586,7 +654,9 @@ fn codex_prompt(session: &str) -> Value {
 }
 
 fn codex_fetch(session: &str) -> Value {
-    with(fixture("codex", "post_tool_use.mcp_fetch.json"), json!({"session_id": session}))
+    let event = fixture("codex", "post_tool_use.mcp_fetch.json");
+    let input = with(event["tool_input"].clone(), json!({"url": fresh_url()}));
+    with(event, json!({"session_id": session, "tool_input": input}))
 }
 
 /// The prompt, then the fetch; returns the fetch's answer (parsed).

@@ -79,3 +79,60 @@ fn a_file_reader_behind_a_proxy_named_fetch_is_offered_no_request_and_never_prun
     drop(stdin);
     let _ = child.wait();
 }
+
+/// The repeat gate through the proxy (SPEC §2, issue 25 §4): the same call
+/// again — the same arguments once the basis argument the proxy added is
+/// removed, whatever the model restated in it — after a pruned result
+/// passes whole, with a `gate=repeated` line `toolprune stats` counts;
+/// another page still prunes.
+#[test]
+fn a_second_identical_call_through_the_proxy_passes_unpruned_and_stats_counts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = std::fs::read_to_string(page()).unwrap();
+    let env = |command: &mut Command| {
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("TOOLPRUNE_STORE_DIR", dir.path().join("store"))
+            .env("TOOLPRUNE_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("toolprune-proxy-tests-cache"));
+    };
+    let mut command = Command::new(BIN);
+    command.args(["mcp-proxy", "--name", "docs", "--basis", "argument", "--", "python3", "-c", SERVER]).arg(page());
+    env(&mut command);
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ask = |message: Value| -> Value {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}));
+    let call = |id: u32, url: &str, restated: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "fetch", "arguments": {"url": url, "user_request": restated}}})
+    };
+    let text = |answer: &Value| answer["result"]["content"][0]["text"].as_str().unwrap().to_string();
+    let first = text(&ask(call(2, "https://example.org/strings", PROMPT)));
+    assert!(first.starts_with("[Omitted by relevance:") && first.contains("id=P"), "the first call is pruned");
+    let again = text(&ask(call(3, "https://example.org/strings", "Rust strings: indexing and iterating over chars, again")));
+    assert_eq!(again, raw, "the same call again passes whole");
+    let other = text(&ask(call(4, "https://example.org/other", PROMPT)));
+    assert!(other.starts_with("[Omitted by relevance:"), "another page still prunes");
+    drop(stdin);
+    let _ = child.wait();
+
+    let log = std::fs::read_to_string(dir.path().join("store/toolprune.log")).unwrap();
+    let repeats: Vec<&str> = log.lines().filter(|l| l.contains(" outcome=skipped gate=repeated ")).collect();
+    assert_eq!(repeats.len(), 1, "{log}");
+    assert!(repeats[0].contains("agent=mcp-proxy:docs name=fetch "), "{}", repeats[0]);
+    assert!(!log.contains("example.org"), "the log carries no arguments");
+    let mut stats = Command::new(BIN);
+    stats.args(["stats", "--json"]);
+    env(&mut stats);
+    let out = stats.output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["total"]["skipped"]["repeated"], 1, "{report}");
+}

@@ -94,7 +94,13 @@ impl Scratch {
 fn pruned_claude(scratch: &Scratch, session: &str) -> String {
     let prompt = with(fixture("claude-code", "user_prompt_submit.json"), json!({"session_id": session, "prompt": PROMPT}));
     assert_eq!(scratch.hook("claude-code", &prompt), "");
-    let fetch = with(fixture("claude-code", "post_tool_use.mcp_fetch.json"), json!({"session_id": session}));
+    // Another page each time: the same call after a pruned result is a repeat, which passes whole (SPEC §2).
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let fetch = with(
+        fixture("claude-code", "post_tool_use.mcp_fetch.json"),
+        json!({"session_id": session, "tool_input": {"url": format!("http://127.0.0.1:8000/docs/page-{n}.html"), "max_length": 100000}}),
+    );
     let out = scratch.hook("claude-code", &fetch);
     let answer: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}\nlog: {}", scratch.log()));
     answer["hookSpecificOutput"]["updatedMCPToolOutput"][0]["text"].as_str().unwrap().to_string()

@@ -192,6 +192,17 @@ impl<'a> Hook<'a> {
         }
     }
 
+    /// The tool call's arguments as the event carries them (`tool_input`
+    /// in every agent's post-tool event: an object, or Cursor's JSON text
+    /// passed as it is), for the repeat gate (SPEC §2); none when absent.
+    pub fn arguments(&self) -> Option<String> {
+        match self.event.get("tool_input")? {
+            Value::Null => None,
+            Value::String(text) => Some(text.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+
     /// The prompt event: records the turn's request for this conversation,
     /// with the agent's working folder (`cwd`, else Cursor's first
     /// `workspace_roots`) and process id, so that `toolprune mcp-proxy`
@@ -314,12 +325,16 @@ impl<'a> Hook<'a> {
                 ..ConversationOptions::default()
             })
             .map_err(|_| Pass::new("config"))?;
-        let result = conversation.turn(request).on_tool_result(ToolResult::prunable(tool, text));
+        // The arguments feed the repeat gate: the same call again after a pruned result passes whole.
+        let result = conversation
+            .turn(request)
+            .on_tool_result(ToolResult { arguments: self.arguments(), ..ToolResult::prunable(tool, text) });
         LogFile::new(root).for_session(&session).prune_result(&result);
         let _ = root.sweep(Duration::from_secs(setup.config.store.max_age_s), false);
         match (result.outcome, &result.id) {
             (Outcome::Ok, Some(id)) if !result.unchanged() => Ok(Pruned { body: result.body.to_string(), id: id.clone(), session }),
-            (outcome, _) => Err(Pass(toolprune::types::wit_name(&outcome))),
+            // The reason is the gate for a skipped result (`repeated`), else the outcome.
+            (outcome, _) => Err(Pass(result.gate.as_ref().map_or_else(|| toolprune::types::wit_name(&outcome), toolprune::types::wit_name))),
         }
     }
 

@@ -135,8 +135,10 @@ pub struct Pruning {
 enum Pending {
     /// A `tools/list` page; `first`: the request had no cursor.
     List { first: bool },
-    /// A `tools/call` of a prunable tool.
-    Call { tool: String, basis: Option<String> },
+    /// A `tools/call` of a prunable tool: its name, the basis, and the
+    /// call's arguments as the server got them (without the added basis
+    /// argument): the repeat gate's (SPEC §2).
+    Call { tool: String, basis: Option<String>, arguments: Option<String> },
 }
 
 /// The proxy's state shared by both directions.
@@ -291,9 +293,16 @@ impl Core {
                     BasisMode::Hook => hook,
                     BasisMode::Argument => hook.or(written),
                 };
+                // The arguments the server gets: without the basis argument, which
+                // the model rewrites each time and which is not the call's.
+                let forwarded = forward.unwrap_or(line);
+                let arguments = match message::classify(&forwarded) {
+                    Line::Request { params, .. } => message::call_params(params).and_then(|c| c.arguments).map(|a| a.get().to_string()),
+                    _ => None,
+                };
                 self.cancels.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), CancelToken::new());
-                self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Pending::Call { tool, basis });
-                let _ = upstream.send(forward.unwrap_or(line));
+                self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Pending::Call { tool, basis, arguments });
+                let _ = upstream.send(forwarded);
             }
             Line::Request { id, method, params, .. } if method == "tools/list" => {
                 let first = !message::has_cursor(params);
@@ -333,7 +342,7 @@ impl Core {
                 let edited = self.edit_list(pruning, &line, first);
                 let _ = client.send(edited.unwrap_or(line));
             }
-            Some(Pending::Call { tool, basis }) => {
+            Some(Pending::Call { tool, basis, arguments }) => {
                 let Some(id) = id else { return };
                 let cancel = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&id).cloned().unwrap_or_default();
                 self.pruning_now.fetch_add(1, Ordering::SeqCst);
@@ -345,7 +354,10 @@ impl Core {
                     let raw = line.clone();
                     let work = tokio::task::spawn_blocking({
                         let cancel = cancel.clone();
-                        move || conversation.and_then(|(c, log)| prune_line(&c, log.as_ref(), &line, &tool, basis.as_deref().unwrap_or(""), cancel))
+                        move || {
+                            let call = Call { tool: &tool, arguments, basis: basis.as_deref().unwrap_or("") };
+                            conversation.and_then(|(c, log)| prune_line(&c, log.as_ref(), &line, call, cancel))
+                        }
                     });
                     let out = match tokio::time::timeout(timeout, work).await {
                         Ok(Ok(Some(pruned))) => pruned,
@@ -420,21 +432,32 @@ impl Core {
     }
 }
 
+/// The call a result answers: the tool, its arguments (without the basis
+/// argument) and the basis.
+struct Call<'a> {
+    tool: &'a str,
+    arguments: Option<String>,
+    basis: &'a str,
+}
+
 /// Prunes a `tools/call` result line; none when nothing changes (not a
-/// prunable shape, or any outcome but `ok`). Blocking (scores). The log
-/// line goes to `log` too, with the stored id.
-fn prune_line(conversation: &Conversation, log: Option<&LogFile>, line: &str, tool: &str, basis: &str, cancel: CancelToken) -> Option<String> {
+/// prunable shape, or any outcome but `ok`). Blocking (scores): run on
+/// tokio's blocking pool, it prunes through the import path like every
+/// other Rust door (the scorer runs inside `pruner.prune`, on this thread).
+/// The log line goes to `log` too, with the stored id. The same call again
+/// after a pruned result passes unpruned (the repeat gate, SPEC §2).
+fn prune_line(conversation: &Conversation, log: Option<&LogFile>, line: &str, call: Call<'_>, cancel: CancelToken) -> Option<String> {
     let Line::Response { result: Some(result), .. } = message::classify(line) else { return None };
-    let call = message::call_text(result)?;
-    let turn = conversation.turn_with_cancel(basis, cancel);
-    let pruned = turn.on_tool_result(ToolResult::prunable(tool, call.text.clone()));
+    let text = message::call_text(result)?;
+    let turn = conversation.turn_with_cancel(call.basis, cancel);
+    let pruned = turn.on_tool_result(ToolResult { arguments: call.arguments, ..ToolResult::prunable(call.tool, text.text.clone()) });
     if let Some(log) = log {
         log.prune_result(&pruned);
     }
     if pruned.outcome_name() != "ok" || pruned.unchanged() {
         return None;
     }
-    message::replace_text(line, &call, &pruned.body)
+    message::replace_text(line, &text, &pruned.body)
 }
 
 /// Reads the configuration and sets pruning up; none (forward only) when
