@@ -7,7 +7,7 @@
 import { Pruner } from 'toolprune';
 
 // README:begin
-const pruner = await Pruner.load(); // scores offline; for Jev: scorer JevScorer.fromEnv (hosts/js/README.md)
+const pruner = await Pruner.load(); // scores offline, in the guest; Jev: JevScorer.fromEnv + await turn.onToolResult (hosts/js/README.md)
 const conversation = pruner.conversation({ enabled: true });
 const PRUNABLE = new Set(['fetch']); // tools whose results may be pruned
 export const tools = [fetchTool(), conversation.omittedTool('anthropic')];
@@ -24,7 +24,9 @@ export async function chat(userMessage, messages, callModel, runTool) {
     for (const call of calls) {
       const text = call.name === pruner.omittedToolName
         ? conversation.omitted(call.input).text // every outcome's text goes back
-        : (await turn.onToolResult({ tool: call.name, text: await runTool(call), prunable: PRUNABLE.has(call.name) })).body;
+        : turn.onToolResultSync({ // one guest call; `arguments`: a repeated call gets everything
+            tool: call.name, text: await runTool(call), prunable: PRUNABLE.has(call.name), arguments: call.input,
+          }).body;
       results.push({ type: 'tool_result', tool_use_id: call.id, content: text });
     }
     messages.push({ role: 'user', content: results });

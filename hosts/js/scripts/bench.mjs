@@ -11,8 +11,8 @@
 //   npm ci && npm run build && node scripts/bench.mjs     (scripts/bench runs it)
 //
 // The call is `await turn.onToolResult(…)` (the async API: `prune-job`, the
-// guest in its worker thread), with the offline scorer and the stub (the
-// guest's `stub-scores`, run in the same worker call). A conversation's
+// guest in its worker thread), with the offline scorer and the stub (both
+// scored in the guest, `scorer-choice.stub`: one worker call). A conversation's
 // turns run on the Pruner's worker and live instance (this host's design),
 // so "new turn" is not "new instance" here as it is in the Rust host.
 // `scripts/hop.mjs` measures what the worker thread itself costs.

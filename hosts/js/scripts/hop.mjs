@@ -28,6 +28,12 @@ const REQUEST = 'How does PEP 817 encode a wheel variant in the wheel filename?'
 const input = (scorer) => ({
   request: REQUEST, text, enabled: true, succeeded: true, prunable: true, threshold: 0.2, lang: 'en',
   scorer, jevModel: undefined, agent: 'bench', tool: 'fetch', report: false,
+  arguments: undefined, prunedCalls: [], workBudget: undefined,
+});
+/** A host scorer answering every paragraph 1.0 at once (what the import costs, not a scorer's work). */
+const answerAll = (request) => ({
+  answers: { tag: 'ok', val: request.batches.map((b) => ({ tag: 'scores', val: Array.from(b.paragraphs, () => 1) })) },
+  elapsedMs: 0,
 });
 
 const mid = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -55,26 +61,27 @@ async function measure(forms) {
 const component = await loadComponent();
 // In this thread: jco's instantiate with the same compiled modules.
 const { instantiate } = await import(component.bindingsUrl);
-const local = instantiate((name) => component.modules.get(name), {});
+const local = instantiate((name) => component.modules.get(name), { 'toolprune:pruner/scorer': { score: answerAll } });
 const engine = await Engine.start(component);
 
-function localPrune(scorer, stub) {
-  const job = new local.pruner.PruneJob(input(scorer));
-  const request = job.scoringRequest();
-  const response = request && stub ? local.pruner.stubScores(request) : undefined;
-  const pruned = job.finish(response, 1);
-  job[Symbol.dispose]();
-  return pruned;
+/** The jobs form through the engine: `prune` (new + request), then `finish` with the answer; `guestMs` summed. */
+async function jobs(scorer) {
+  const started = await engine.call('prune', { input: input(scorer), idNumber: 1 });
+  if (!started.value.job) return started;
+  const finished = await engine.call('finish', { job: started.value.job, response: answerAll(started.value.request), idNumber: 1 });
+  return { ...finished, guestMs: started.guestMs + finished.guestMs };
 }
 
+const host = { tag: 'host', val: 'bench' };
 const rows = [
   ['inspect, 100,000 chars', () => local.pruner.inspect(text), () => engine.callSync('inspect', { text }), () => engine.call('inspect', { text })],
-  ['prune, offline, 100,000 chars', () => localPrune({ tag: 'offline' }), () => engine.callSync('prune', { input: input({ tag: 'offline' }), idNumber: 1 }), () => engine.call('prune', { input: input({ tag: 'offline' }), idNumber: 1 })],
-  ['prune, stub, 100,000 chars', () => localPrune({ tag: 'host', val: 'stub' }, true), () => engine.callSync('prune', { input: input({ tag: 'host', val: 'stub' }), idNumber: 1, stub: true }), () => engine.call('prune', { input: input({ tag: 'host', val: 'stub' }), idNumber: 1, stub: true })],
+  ['prune, offline, 100,000 chars', () => local.pruner.prune(input({ tag: 'offline' }), 1), () => engine.callSync('pruneCall', { input: input({ tag: 'offline' }), idNumber: 1 }), () => jobs({ tag: 'offline' })],
+  ['prune, stub, 100,000 chars', () => local.pruner.prune(input({ tag: 'stub' }), 1), () => engine.callSync('pruneCall', { input: input({ tag: 'stub' }), idNumber: 1 }), () => jobs({ tag: 'stub' })],
+  ['prune, host scorer (sync: the import; async: a job)', () => local.pruner.prune(input(host), 1), () => engine.callSync('pruneCall', { input: input(host), idNumber: 1 }, undefined, answerAll), () => jobs(host)],
   ['a small call (is-prunable)', () => local.settings.isPrunable('WebFetch', ['WebFetch']), () => engine.callSync('isPrunable', { tool: 'WebFetch', globs: ['WebFetch'] }), () => engine.call('isPrunable', { tool: 'WebFetch', globs: ['WebFetch'] })],
 ];
 
-console.log('| guest call | in this thread | worker, sync | worker, async | hop (sync) | hop (async) |');
+console.log('| guest call | in this thread | worker, sync (import) | worker, async (jobs) | hop (sync) | hop (async) |');
 console.log('|---|---|---|---|---|---|');
 for (const [name, ...forms] of rows) {
   const { medians, hops } = await measure(forms);

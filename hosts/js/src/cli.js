@@ -14,8 +14,14 @@
 // route: the decision on stdout, the `judge:` line on stderr; 0 routed or
 // returned, 3 failed (Jev could not judge), 2 an invalid rules file or usage.
 //
-// The renderers below mirror the Rust CLI's (cli/src/report.rs) byte for
-// byte: the guest has no rendering calls.
+// What people and scripts read is rendered once, by the guest's `report`
+// exports (wit/report.wit): `prune --json` (`report.prune-json`), `split`
+// (`report.split-table`) and `split --json` (`report.split-json`), the
+// same bytes as the Rust and Python CLIs. Only `route --json` is still
+// rendered here (the guest has no export for it yet), in serde_json's
+// pretty form.
+//
+// `main(argv)` is the entry (bin/toolprune.mjs calls it).
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -112,7 +118,7 @@ function cancelOnSigint() {
   return { signal: controller.signal, done: () => process.removeListener('SIGINT', onSigint) };
 }
 
-// ----- serde_json's pretty printing -----
+// ----- serde_json's pretty printing (route --json only) -----
 
 /** A value serde_json writes as an f64 (`1.0`, never `1`). */
 class F64 {
@@ -139,7 +145,7 @@ function ryu(x) {
   return digits.length === 1 ? `${sign}${digits}e${e}` : `${sign}${digits[0]}.${digits.slice(1)}e${e}`;
 }
 
-/** `serde_json::to_string_pretty`: 2-space indent; keys in order, or sorted (a `Value` map). */
+/** `serde_json::to_string_pretty` of a `Value` (route --json): 2-space indent; keys in order, or sorted. */
 function pretty(value, sortKeys = false, indent = '') {
   if (value instanceof F64) return ryu(value.value);
   if (value === null || value === undefined) return 'null';
@@ -159,34 +165,6 @@ function pretty(value, sortKeys = false, indent = '') {
 }
 
 // ----- prune -----
-
-/** The `prune --json` report (the Rust CLI's `PruneReport`, fields in its order). */
-function pruneReport(result, scorer) {
-  const c = result.counts;
-  return {
-    outcome: result.outcome,
-    gate: result.gate,
-    reason: result.failure?.reason,
-    limit: result.failure?.limit ?? undefined,
-    shape: result.shape,
-    counts: c && {
-      raw_chars: c.rawChars,
-      kept_chars: c.keptChars,
-      paragraphs: c.paragraphs,
-      dropped: c.dropped,
-      calls: c.calls,
-      jev_tokens: c.jevTokens,
-      ms: c.ms,
-    },
-    ratio: f64(result.ratio),
-    threshold: f64(result.threshold),
-    scorer,
-    id: result.id,
-    served_model: result.servedModel,
-    paragraphs: result.paragraphs.map((p) => ({ index: p.index, chars: p.chars, score: f64(p.score), fate: p.fate })),
-    failures: result.failures.map((f) => ({ batch: f.batch, status: f.status, class: f.class })),
-  };
-}
 
 /**
  * The scorer, threshold and switches for `prune` (flags > environment >
@@ -286,12 +264,21 @@ async function prune(argv) {
     jevModel: setup.jevModel,
   });
   const cancel = cancelOnSigint();
-  const result = await conversation
-    .turn(values.request, { signal: cancel.signal })
-    .onToolResult({ tool: values.tool, text, prunable: true, report: values.json });
+  const turn = conversation.turn(values.request, { signal: cancel.signal });
+  const input = { tool: values.tool, text, prunable: true, report: values.json };
+  // The guest's own scorers: one blocking call (the import form); a host
+  // scorer (Jev, async only): a job, so that Ctrl-C can cancel it.
+  const result = typeof setup.scorer === 'string' ? turn.onToolResultSync(input) : await turn.onToolResult(input);
   cancel.done();
   if (values.json) {
-    await write(`${pretty(pruneReport(result, conversation.scorerName))}\n`);
+    let report;
+    try {
+      report = pruner.pruneJson(result, conversation.scorerName);
+    } catch (error) {
+      // The body was decided; only its report could not be rendered.
+      return fatal(`the component failed: ${error.message}`);
+    }
+    await write(`${report}\n`);
   } else {
     await write(result.body);
   }
@@ -300,93 +287,20 @@ async function prune(argv) {
 
 // ----- split -----
 
-/**
- * Up to `max` characters of `text` on one line: `\n`, `\r`, `\t`, `\\`
- * escaped, other control characters as `\u{…}`, `…` appended when cut.
- */
-function preview(text, max) {
-  let out = '';
-  let i = 0;
-  for (const c of text) {
-    if (i === max) {
-      out += '…';
-      break;
-    }
-    i += 1;
-    if (c === '\n') out += '\\n';
-    else if (c === '\r') out += '\\r';
-    else if (c === '\t') out += '\\t';
-    else if (c === '\\') out += '\\\\';
-    else if (/\p{Cc}/u.test(c)) out += `\\u{${c.codePointAt(0).toString(16)}}`;
-    else out += c;
-  }
-  return out;
-}
-
-/** The `split --json` report (the Rust CLI's `SplitReport`). */
-function splitReport(inspection) {
-  return {
-    shape: inspection.shape,
-    wrapper_span: inspection.wrapperSpan,
-    units: inspection.units.map((u) => ({
-      index: u.index,
-      byte_start: u.byteStart,
-      byte_end: u.byteEnd,
-      char_start: u.charStart,
-      char_end: u.charEnd,
-      chars: Math.max(0, u.charEnd - u.charStart),
-      kind: u.kind,
-    })),
-  };
-}
-
-/** Bytes [start, end) of `source` as text, or null when the span is not on character boundaries. */
-function byteSlice(source, start, end) {
-  if (start > end || end > source.length) return null;
-  const slice = source.subarray(start, end);
-  const text = decode(slice);
-  return text === null ? null : text;
-}
-
-/** The `split` table: a `shape:` line, then one line per unit (the Rust CLI's `split_table`). */
-function splitTable(text, inspection) {
-  const [start, end] = inspection.wrapperSpan ?? [];
-  let out;
-  if (inspection.shape === null) return 'shape: none (not pruned: structured)\n';
-  if (inspection.wrapperSpan) out = `shape: ${inspection.shape} (string literal at bytes ${start}..${end})\n`;
-  else out = `shape: ${inspection.shape}\n`;
-  const row = (index, bytes, chars, kind, shown) =>
-    `${String(index).padStart(5)}  ${String(bytes).padEnd(17)}  ${String(chars).padStart(6)}  ${String(kind).padEnd(6)}  ${shown}\n`;
-  out += row('index', 'bytes', 'chars', 'kind', 'text');
-  let source = Buffer.from(text, 'utf8');
-  if (inspection.wrapperSpan) {
-    const literal = byteSlice(source, start, end);
-    try {
-      if (literal !== null) source = Buffer.from(JSON.parse(literal), 'utf8');
-    } catch {
-      // Not JSON here: spans are shown in the raw text.
-    }
-  }
-  for (const u of inspection.units) {
-    const slice = byteSlice(source, u.byteStart, u.byteEnd);
-    out += row(u.index, `${u.byteStart}..${u.byteEnd}`, Math.max(0, u.charEnd - u.charStart), u.kind, slice === null ? '-' : preview(slice, 60));
-  }
-  return out;
-}
-
 async function split(argv) {
   const { values, positionals } = parse(argv, { json: { type: 'boolean', default: false } }, true);
   if (positionals.length > 1) usage('one input at most');
   const text = decode(await readInput(positionals[0]));
   if (text === null) fatal('input is not UTF-8; nothing to split');
   const pruner = await load();
-  let inspection;
+  let out;
   try {
-    inspection = pruner.inspect(text);
+    // `split --json` ends without a newline (report.wit); the table ends with one.
+    out = values.json ? `${pruner.split(text, { json: true })}\n` : pruner.split(text);
   } catch (error) {
     fatal(`the component failed: ${error.message}`);
   }
-  await write(values.json ? `${pretty(splitReport(inspection))}\n` : splitTable(text, inspection));
+  await write(out);
   return 0;
 }
 

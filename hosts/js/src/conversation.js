@@ -3,13 +3,21 @@
 // writing the log lines (SPEC §12). Host design "Rules every host
 // implements identically".
 //
-// Every result goes through a `prune-job`: `new(input)` → the job's
-// `scoring-request` → scored here by the conversation's scorer → `finish(
-// response, count + 1)`. Guest calls are posted one at a time (src/engine.js)
-// and a call's arguments are made when it is posted, so `count + 1` is read
-// after every earlier `finish` was settled: concurrent results get ids in
-// the order they finish, unique, no gaps. The host never parses the text,
-// counts characters or decides a gate.
+// Two forms of the same exchange (SPEC §14), the same bytes:
+// - the sync API (`onToolResultSync`) makes one call, `pruner.prune(input,
+//   count + 1)`; the guest calls the `scorer` import at most once, and the
+//   worker hands that request to this thread, which scores it with the
+//   scorer's `scoreSync` (src/engine.js, src/worker.js);
+// - the async API (`await onToolResult`) keeps jobs: `new(input)` → the
+//   job's `scoring-request` → scored here without blocking → `finish(
+//   response, count + 1)`.
+// Guest calls are posted one at a time (src/engine.js) and a call's
+// arguments are made when it is posted, so `count + 1` is read after every
+// earlier result was settled: ids in the order results finish, unique, no
+// gaps. A result whose id moved while it was scored (a shared store
+// another process wrote meanwhile) is finished again by a fresh job with
+// the response already scored: the scorer is never asked twice. The host
+// never parses the text, counts characters or decides a gate.
 
 import { checkScorer, scoreAsync, scoreSync } from './scoring.js';
 import * as wit from './wit.js';
@@ -66,6 +74,7 @@ function illFormed(input, scorerName) {
     ['the agent', input.agent],
     ['the scorer name', scorerName],
     ['the Jev model', input.jevModel],
+    ['the arguments', input.arguments],
   ]) {
     if (typeof s === 'string' && !s.isWellFormed()) {
       return { reason: 'invalid_input', limit: null, message: `${what} holds ${loneSurrogates(s)} lone surrogate(s); it was not pruned` };
@@ -85,6 +94,7 @@ function wellFormedInput(input) {
     jevModel: fix(input.jevModel),
     agent: fix(input.agent),
     tool: fix(input.tool),
+    arguments: fix(input.arguments),
   };
 }
 
@@ -93,8 +103,16 @@ function toolResult(result) {
   const { tool = 'tool', ok = true, prunable = false, report = false, scorer, text } = result;
   if (typeof text !== 'string') throw new TypeError('toolprune: the tool result text must be a string');
   if (typeof tool !== 'string') throw new TypeError('toolprune: tool must be a string');
-  return { tool, text, ok: ok === true, prunable: prunable === true, report: report === true, scorer };
+  let args = result.arguments;
+  if (args !== undefined && args !== null && typeof args !== 'string') {
+    if (typeof args !== 'object') throw new TypeError('toolprune: arguments must be the JSON text of the tool call\'s arguments, or an object');
+    args = JSON.stringify(args);
+  }
+  return { tool, text, ok: ok === true, prunable: prunable === true, report: report === true, scorer, arguments: args ?? undefined };
 }
+
+/** Where a result keeps the guest's `pruned` answer as jco gave it (for `report.prune-json`), not enumerable by name. */
+export const GUEST = Symbol('toolprune.guest');
 
 /** A result with the guest's answer. `body` is the input string itself when the guest kept it. */
 function fromGuest(text, pruned) {
@@ -113,6 +131,9 @@ function fromGuest(text, pruned) {
     paragraphs: pruned.paragraphs.map(wit.paragraphReport),
     failures: pruned.failures.map(wit.batchFailure),
     failure: null,
+    scorerCalls: 0,
+    // For `report.prune-json`, without the stored record's dropped text (it would double the result's weight).
+    [GUEST]: pruned.record ? { ...pruned, record: { ...pruned.record, data: '' } } : pruned,
   };
 }
 
@@ -133,6 +154,8 @@ function failedOpen(text, failure, logLine) {
     paragraphs: [],
     failures: [],
     failure,
+    scorerCalls: 0,
+    [GUEST]: null,
   };
 }
 
@@ -145,7 +168,7 @@ function storeFailure(error) {
   return { reason: 'store', limit: null, message: `the result store failed: ${error?.message ?? error}` };
 }
 
-/** An answer's failure: the store's (set by `#onPruned`) or the guest's trap. */
+/** An answer's failure: the store's (set by `#settled`) or the guest's trap. */
 function answerFailure(answer) {
   return answer.storeFailure ?? hostFailure(answer.trap);
 }
@@ -161,14 +184,15 @@ export function checkResultStore(store) {
 
 /**
  * Runs a flow (a generator yielding guest calls and scoring requests) with
- * blocking calls. Effects: `{call, args, onAnswer}` → the answer;
+ * blocking calls. Effects: `{call, args, onAnswer, onScore}` → the answer
+ * (`onScore` answers the `scorer` import of an import op);
  * `{score, request}` → a scoring response.
  */
 function runSync(flow, engine, scoring) {
   let step = flow.next();
   while (!step.done) {
     const effect = step.value;
-    const value = effect.call ? engine.callSync(effect.call, effect.args, effect.onAnswer) : scoring(effect);
+    const value = effect.call ? engine.callSync(effect.call, effect.args, effect.onAnswer, effect.onScore) : scoring(effect);
     step = flow.next(value);
   }
   return step.value;
@@ -335,6 +359,17 @@ export class Conversation {
     }
   }
 
+  /**
+   * The `call` keys (wit `stored-result.call`) of the results the store
+   * holds, for the repeat gate (SPEC §2). A `resultStore` gives them with
+   * `calls()` (optional: without it no repeat is detected). Throws when a
+   * `resultStore` cannot be read.
+   */
+  #prunedCalls() {
+    if (this.#results) return typeof this.#results.calls === 'function' ? [...this.#results.calls()].filter((c) => typeof c === 'string') : [];
+    return this.#store.map((r) => r.call).filter((c) => typeof c === 'string');
+  }
+
   #input(request, r, scorer) {
     const o = this.#options;
     return {
@@ -345,87 +380,154 @@ export class Conversation {
       prunable: r.prunable,
       threshold: o.threshold,
       lang: o.lang,
-      scorer: scorer.kind === 'offline' ? { tag: 'offline' } : { tag: 'host', val: scorer.name },
+      scorer: scorer.kind === 'host' ? { tag: 'host', val: scorer.name } : { tag: scorer.kind },
       jevModel: o.jevModel ?? (typeof scorer.scorer?.jevModel === 'string' ? scorer.scorer.jevModel : undefined),
       agent: o.agent,
       tool: r.tool,
       report: r.report,
+      arguments: r.arguments,
+      prunedCalls: [],
+      workBudget: o.workBudget === undefined ? undefined : BigInt(o.workBudget),
     };
   }
 
-  /** Writes the line of a guest answer; a `finish` answer with a record is stored at once (in order). */
-  #onPruned = (answer) => {
-    if (answer.ok && answer.value.pruned) {
-      try {
-        this.#keep(answer.value.pruned);
-      } catch (error) {
-        // The id must not be handed out: the result fails open (`reason=store`).
-        return { ok: false, storeFailure: storeFailure(error) };
-      }
+  /**
+   * Settles a guest answer that may carry a result to store (as
+   * `P{idNumber}`): stored at once (in order), unless the store's count
+   * moved since the call was posted (`{moved: true}`: the result is
+   * finished again with the next number) or the store refused it
+   * (`storeFailure`).
+   */
+  #settled(answer, idNumber) {
+    if (!answer.ok || !answer.value.pruned?.record) return answer;
+    try {
+      if (this.#nextNumber() !== idNumber) return { ok: true, value: { moved: true } };
+      this.#keep(answer.value.pruned);
+    } catch (error) {
+      // The id must not be handed out: the result fails open (`reason=store`).
+      return { ok: false, storeFailure: storeFailure(error) };
     }
     return answer;
-  };
+  }
+
+  /**
+   * A guest call that ends one result (`pruneCall`, `prune`, `finish`),
+   * its id number read when it is posted and its record stored when it is
+   * settled.
+   */
+  #ending(call, args, onScore) {
+    const effect = { call, onScore };
+    effect.args = () => {
+      effect.posted = args();
+      effect.posted.idNumber = this.#nextNumber();
+      return effect.posted;
+    };
+    // (Never posted: the pruner was closed; the answer is a failure.)
+    effect.onAnswer = (answer) => (effect.posted ? this.#settled(answer, effect.posted.idNumber) : answer);
+    return effect;
+  }
+
+  /**
+   * After an answer that ends a result: while its id moved (or its job's
+   * instance was lost), the same input makes the same job again, finished
+   * with the response already scored (`response`; none when nothing was
+   * scored) and the next number. The scorer is never asked again. Returns
+   * the final answer.
+   */
+  *#again(answer, input, response) {
+    for (let tries = 0; answer.ok && (answer.value.moved || answer.value.missing); tries += 1) {
+      if (tries === 8) return { ok: false, storeFailure: storeFailure(new Error('the next id kept moving')) };
+      answer = yield this.#ending('finishFresh', () => ({ input, response }));
+    }
+    return answer;
+  }
 
   /**
    * The whole of one result, as a flow of effects (run by `runSync` /
-   * `runAsync`): the guest's calls and, in between, the scoring.
+   * `runAsync`): the guest's calls and, in between, the scoring. `form`:
+   * `import` (the sync API: one `pruner.prune` call, its `scorer` import
+   * answered by `scoreSync` on this thread) or `jobs` (the async API).
    */
-  *#flow(request, result, signals) {
+  *#flow(request, result, signals, form) {
     const r = toolResult(result);
     const scorer = r.scorer === undefined ? this.#scorer : checkScorer(r.scorer);
     const input = this.#input(request, r, scorer);
     const o = this.#options;
 
-    const invalid = illFormed(input, scorer.kind === 'offline' ? undefined : scorer.name);
+    const invalid = illFormed(input, scorer.kind === 'host' ? scorer.name : undefined);
     if (invalid) {
       // The guest decides on a well-formed copy whether the result is
       // skipped (a gate): then its answer stands, with the input itself as
       // body. Otherwise the input is not pruned: the host failure.
-      const probe = yield { call: 'prune', args: () => ({ input: wellFormedInput(input), idNumber: this.#nextNumber(), probe: true }) };
-      if (probe.ok && probe.value.pruned?.outcome === 'skipped') return fromGuest(r.text, probe.value.pruned);
+      let calls = [];
+      try {
+        calls = this.#prunedCalls();
+      } catch {
+        // no repeat detected
+      }
+      const probe = yield { call: 'prune', args: () => ({ input: { ...wellFormedInput(input), prunedCalls: calls }, idNumber: this.#nextNumber(), probe: true }) };
+      if (probe.ok && probe.value.pruned?.outcome === 'skipped') return this.#done(fromGuest(r.text, probe.value.pruned), 0);
       return yield* this.#failOpen(r, invalid);
     }
 
-    if (this.#results) {
-      // The store must give the next id before anything is pruned (else: no id, the text unchanged).
-      try {
-        this.#lastCount = this.#results.count();
-      } catch (error) {
-        return yield* this.#failOpen(r, storeFailure(error));
+    try {
+      // The store must give the next id (and its call keys) before anything is pruned (else: no id, the text unchanged).
+      if (this.#results) this.#lastCount = this.#results.count();
+      input.prunedCalls = this.#prunedCalls();
+    } catch (error) {
+      return yield* this.#failOpen(r, storeFailure(error));
+    }
+
+    let scorerCalls = 0;
+    let response;
+    let answer;
+    if (form === 'import') {
+      const onScore = (scoringRequest) => {
+        if (scorer.kind !== 'host') throw new Error(`toolprune: the ${scorer.name} scorer scores in the guest; the import was not due`);
+        scorerCalls += 1;
+        response = this.#scoreSync(scorer, scoringRequest, signals);
+        return response;
+      };
+      answer = yield this.#ending('pruneCall', () => ({ input }), onScore);
+    } else {
+      answer = yield this.#ending('prune', () => ({ input }));
+      if (answer.ok && answer.value.job !== undefined) {
+        const { job, request: scoringRequest } = answer.value;
+        if (scorer.kind === 'host') {
+          scorerCalls += 1;
+          response = yield { score: scoringRequest, scorer: scorer.scorer, signals, deadlineCapMs: o.deadlineCapMs };
+        }
+        // (The guest's own scorers never make a request; were there one, `none`: `failed`.)
+        answer = yield this.#ending('finish', () => ({ job, response }));
       }
     }
-    const inline = scorer.kind === 'stub' && !signals.some((s) => s?.aborted);
-    const started = yield { call: 'prune', args: () => ({ input, idNumber: this.#nextNumber(), stub: inline }), onAnswer: this.#onPruned };
-    if (!started.ok) return yield* this.#failOpen(r, answerFailure(started));
-    let pruned = started.value.pruned;
-    if (!pruned) {
-      const { job, request: scoringRequest } = started.value;
-      let response;
-      if (scorer.kind === 'host') {
-        response = yield { score: scoringRequest, scorer: scorer.scorer, signals, deadlineCapMs: o.deadlineCapMs };
-      } else if (scorer.kind === 'stub') {
-        // The stub, with a signal already aborted: its request is answered
-        // like any scorer's, so cancellation wins.
-        response = yield { score: scoringRequest, stub: true, signals, deadlineCapMs: o.deadlineCapMs };
-      }
-      // (The offline scorer never gets a request; were there one, `none`: the guest scores.)
-      if (response && !response.answers) return yield* this.#failOpen(r, hostFailure(response.trap));
-      let finished = yield { call: 'finish', args: () => ({ job, response, idNumber: this.#nextNumber() }), onAnswer: this.#onPruned };
-      if (finished.ok && finished.value.missing) {
-        // The job's instance was dropped meanwhile (another call trapped):
-        // the same input makes the same job, in the new instance.
-        finished = yield { call: 'finishFresh', args: () => ({ input, response, idNumber: this.#nextNumber() }), onAnswer: this.#onPruned };
-      }
-      if (!finished.ok) return yield* this.#failOpen(r, answerFailure(finished));
-      pruned = finished.value.pruned;
-    }
-    const out = fromGuest(r.text, pruned);
-    if (out.logLine !== null) o.log(out.logLine);
+    answer = yield* this.#again(answer, input, response);
+    if (!answer.ok) return yield* this.#failOpen(r, answerFailure(answer), scorerCalls);
+    return this.#done(fromGuest(r.text, answer.value.pruned), scorerCalls);
+  }
+
+  /** A guest answer's result: its line written, `scorerCalls` noted. */
+  #done(out, scorerCalls) {
+    out.scorerCalls = scorerCalls;
+    if (out.logLine !== null) this.#options.log(out.logLine);
     return out;
   }
 
+  /** The scoring of the `scorer` import on this thread: `scoreSync`, retries asked of the guest (a nested call). */
+  #scoreSync(scorer, request, signals) {
+    const engine = this.#engine;
+    return scoreSync(scorer.scorer, request, {
+      signals,
+      deadlineCapMs: this.#options.deadlineCapMs,
+      retryDelay: (facts) => {
+        const answer = engine.callSync('retryDelay', { facts });
+        return answer.ok ? (answer.value ?? null) : null;
+      },
+    });
+  }
+
   /** The input back, outcome `failed`, and the guest's failure line (from a fresh instance). */
-  *#failOpen(r, failure) {
+  *#failOpen(r, failure, scorerCalls = 0) {
     const { agent, log } = this.#options;
     const line = yield {
       call: 'failureLine',
@@ -433,34 +535,30 @@ export class Conversation {
     };
     const logLine = line.ok ? line.value : INSTANTIATE_LINE;
     log(logLine);
-    return failedOpen(r.text, failure, logLine);
+    const out = failedOpen(r.text, failure, logLine);
+    out.scorerCalls = scorerCalls;
+    return out;
   }
 
-  /** @private used by Turn */
+  /** @private used by Turn: the jobs form. */
   pruneAsync(request, result, signals) {
     const engine = this.#engine;
-    return runAsync(this.#flow(request, result, signals), engine, async (effect) => {
-      if (effect.stub) return stubResponse(effect, () => engine.call('stubScores', { request: effect.score }));
-      return scoreAsync(effect.scorer, effect.score, {
+    return runAsync(this.#flow(request, result, signals, 'jobs'), engine, (effect) =>
+      scoreAsync(effect.scorer, effect.score, {
         signals: effect.signals,
         deadlineCapMs: effect.deadlineCapMs,
         retryDelay: async (facts) => {
           const answer = await engine.call('retryDelay', { facts });
           return answer.ok ? (answer.value ?? null) : null;
         },
-      });
-    });
+      }),
+    );
   }
 
-  /** @private used by Turn */
+  /** @private used by Turn: the import form. */
   pruneSync(request, result, signals) {
-    const engine = this.#engine;
-    return runSync(this.#flow(request, result, signals), engine, (effect) => {
-      if (effect.stub) return stubResponse(effect, () => engine.callSync('stubScores', { request: effect.score }));
-      if (typeof effect.scorer.scoreSync !== 'function') {
-        throw new TypeError(`toolprune: scorer ${effect.scorer.name} has no scoreSync; use await turn.onToolResult(…)`);
-      }
-      return scoreSync(effect.scorer, effect.score, { signals: effect.signals, deadlineCapMs: effect.deadlineCapMs });
+    return runSync(this.#flow(request, result, signals, 'import'), this.#engine, () => {
+      throw new Error('toolprune: the import form scores inside the guest call');
     });
   }
 
@@ -469,17 +567,6 @@ export class Conversation {
     const scorer = result?.scorer === undefined ? this.#scorer : checkScorer(result.scorer);
     return scorer.kind !== 'host' || typeof scorer.scorer.scoreSync === 'function';
   }
-}
-
-/**
- * The stub's response (`pruner.stub-scores`, a guest call: `ask`), unless
- * the turn was cancelled first. A trap comes back as `{trap}`.
- */
-function stubResponse(effect, ask) {
-  if (effect.signals.some((s) => s?.aborted)) return { answers: { tag: 'err', val: 'cancelled' }, elapsedMs: 0 };
-  const settle = (answer) => (answer.ok ? answer.value : { trap: answer.trap });
-  const answer = ask();
-  return answer instanceof Promise ? answer.then(settle) : settle(answer);
 }
 
 /**
@@ -509,19 +596,25 @@ export class Turn {
   }
 
   /**
-   * Prunes one tool result without blocking the event loop: the guest
-   * prepares the scoring request, the scorer is awaited, the guest
-   * finishes. Never rejects for a guest or scorer failure: the input comes
-   * back (outcome `failed`, `timeout`, `cancelled`). `signal` cancels this
-   * result's scoring (as the turn's does).
+   * Prunes one tool result without blocking the event loop, through a
+   * job (SPEC §14's job form): the guest prepares the scoring request, the
+   * scorer's `score` is awaited, the guest finishes. Use it on an event
+   * loop (an agent, a server, OpenCode) and for scorers that only have an
+   * async `score` (`JevScorer`). Never rejects for a guest or scorer
+   * failure: the input comes back (outcome `failed`, `timeout`,
+   * `cancelled`). `signal` cancels this result's scoring (as the turn's does).
    */
   async onToolResult(result, { signal } = {}) {
     return this.#conversation.pruneAsync(this.#request, result, [this.#signal, signal]);
   }
 
   /**
-   * The same, blocking: for the offline scorer, the stub, or a scorer with
-   * `scoreSync(request, context)` (a TypeError otherwise).
+   * The same, blocking, in one guest call (`pruner.prune`, SPEC §14's
+   * import form): the guest calls the `scorer` import at most once, and
+   * this thread answers it with the scorer's `scoreSync(request,
+   * context)` under the request's deadline (a late answer is a
+   * `timeout`: a blocking call cannot be interrupted). For the offline
+   * scorer, the stub, or a scorer with `scoreSync` (a TypeError otherwise).
    */
   onToolResultSync(result, { signal } = {}) {
     if (!this.#conversation.canScoreSync(result)) {

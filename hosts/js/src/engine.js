@@ -10,13 +10,21 @@
 // `Atomics.waitAsync` (the event loop runs meanwhile); the sync API blocks
 // in `Atomics.wait` with the same limit. Scorers, HTTP and the user's
 // callbacks stay on the main thread.
+//
+// The `scorer` import (SPEC §14): a blocking call that may use it
+// (`callSync(op, args, onAnswer, onScore)`) is woken while it waits by the
+// worker's scoring request; `onScore(request)` answers it on this thread
+// (the wall-time clock stops meanwhile: scoring has its own deadline), and
+// guest calls made from inside `onScore` (the scorer asking
+// `settings.retry-delay`) run as nested calls on the worker's second
+// instance, each within `BOOTSTRAP_MS`.
 
 import { readFile, readdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
-/** The contract this host speaks: WIT package `toolprune:pruner@0.2.x`. */
-export const CONTRACT = '0.2';
+/** The contract this host speaks: WIT package `toolprune:pruner@0.3.x`. */
+export const CONTRACT = '0.3';
 
 /**
  * How long a call may take before it has started in the worker: starting a
@@ -44,10 +52,10 @@ export class VersionError extends Error {
 /**
  * The contract versions of the compiled core modules' `toolprune:pruner/*`
  * exports (and the resource imports jco gives them), read before anything
- * is instantiated. Throws a `VersionError` unless every one is 0.2.x.
+ * is instantiated. Throws a `VersionError` unless every one is 0.3.x.
  * Both manglings of core names are read: wit-bindgen's legacy one
- * (`toolprune:pruner/settings@0.2.0#version`) and the standard one
- * (`cm32p2|toolprune:pruner/settings@0.2|version`, which keeps only the
+ * (`toolprune:pruner/settings@0.3.0#version`) and the standard one
+ * (`cm32p2|toolprune:pruner/settings@0.3|version`, which keeps only the
  * major.minor of a 0.x version).
  */
 export function checkVersion(modules) {
@@ -120,7 +128,10 @@ export class Engine {
   #overrides;
   #worker = null;
   #port = null;
+  /** Main → worker while the worker is inside the `scorer` import: scoring answers and nested calls. */
+  #down = null;
   #signal = null;
+  #nestedSeq = 0;
   #seq = 0;
   /** The call the worker has (or the worker's start): one at a time. */
   #inflight = null;
@@ -153,7 +164,7 @@ export class Engine {
     return engine;
   }
 
-  /** `settings.version()` of the running component (`0.2.0`). */
+  /** `settings.version()` of the running component (`0.3.0`). */
   get version() {
     return this.#version;
   }
@@ -183,10 +194,20 @@ export class Engine {
     });
   }
 
-  /** One guest call, blocking (`Atomics.wait`) until its answer or its limit. */
-  callSync(op, args, onAnswer) {
+  /**
+   * One guest call, blocking (`Atomics.wait`) until its answer or its
+   * limit. `onScore(request) → response`: answers the `scorer` import of
+   * an import op (`pruneCall`, `judgeDecide`) on this thread; a throw
+   * refuses it (the guest traps, the call fails open). Called from inside
+   * `onScore`, a call runs nested on the worker's second instance.
+   */
+  callSync(op, args, onAnswer, onScore) {
     let answer;
-    const entry = { op, args, settle: (a) => (answer = onAnswer ? onAnswer(a) : a), done: false };
+    if (this.#inflight?.scoring) {
+      answer = this.#nested(op, args);
+      return onAnswer ? onAnswer(answer) : answer;
+    }
+    const entry = { op, args, onScore, settle: (a) => (answer = onAnswer ? onAnswer(a) : a), done: false };
     const settle = entry.settle;
     entry.settle = (a) => {
       entry.done = true;
@@ -213,17 +234,19 @@ export class Engine {
 
   #spawn() {
     const { bindingsUrl, modules } = this.#component;
-    const shared = new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
+    const shared = new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT);
     const { port1, port2 } = new MessageChannel();
+    const downChannel = new MessageChannel();
     const worker = new Worker(WORKER, {
       workerData: {
         bindingsUrl,
         modules: Object.fromEntries(modules),
         shared,
         port: port2,
+        down: downChannel.port2,
         overrides: { wallMs: this.#overrides.wallMs, memoryBytes: this.#overrides.memoryBytes },
       },
-      transferList: [port2],
+      transferList: [port2, downChannel.port2],
       stdout: false,
       stderr: false,
     });
@@ -232,6 +255,7 @@ export class Engine {
     worker.on('exit', () => this.#exited(worker));
     this.#worker = worker;
     this.#port = port1;
+    this.#down = downChannel.port1;
     this.#signal = new Int32Array(shared);
     return new Promise((resolve) => {
       this.#inflight = {
@@ -311,21 +335,86 @@ export class Engine {
       const answer = received.message;
       const current = this.#inflight;
       if (!current || current.seq !== answer.seq) continue;
+      if (answer.score !== undefined) {
+        this.#score(current, answer.score);
+        continue;
+      }
       this.#inflight = null;
       current.settle(answer.ok ? { ok: true, value: answer.value, guestMs: answer.guestMs } : { ok: false, trap: answer.trap });
     }
   }
 
-  /** When the in-flight call must have answered (performance.now() ms). */
+  /**
+   * The worker's `scorer` import asks for `request` on behalf of `entry`:
+   * `entry.onScore` answers it here (the wall-time clock stops meanwhile),
+   * then the answer goes down to the worker. Without `onScore` (never on
+   * the jobs path), or when it throws, the import is refused (a trap).
+   */
+  #score(entry, request) {
+    const signal = this.#signal;
+    const down = this.#down;
+    const from = performance.now();
+    let message;
+    entry.scoring = true;
+    try {
+      if (typeof entry.onScore !== 'function') throw new Error('toolprune: this call has no scorer');
+      message = { seq: entry.seq, response: entry.onScore(request) };
+    } catch (error) {
+      message = { seq: entry.seq, refused: String(error?.message ?? error) };
+    } finally {
+      entry.scoring = false;
+      entry.pausedMs = (entry.pausedMs ?? 0) + (performance.now() - from);
+    }
+    // A nested call that ran past its limit killed the worker meanwhile: the entry is settled.
+    if (this.#inflight !== entry) return;
+    down.postMessage(message);
+    Atomics.add(signal, 3, 1);
+    Atomics.notify(signal, 3);
+  }
+
+  /**
+   * A guest call from inside `onScore`, while the worker is inside the
+   * import: run on the worker's second instance, within `BOOTSTRAP_MS`
+   * (past it the worker is terminated and the scored call fails open).
+   */
+  #nested(op, args) {
+    const entry = this.#inflight;
+    const signal = this.#signal;
+    const port = this.#port;
+    const id = ++this.#nestedSeq;
+    this.#down.postMessage({ nested: id, op, args: typeof args === 'function' ? args() : args });
+    Atomics.add(signal, 3, 1);
+    Atomics.notify(signal, 3);
+    const until = performance.now() + BOOTSTRAP_MS;
+    for (;;) {
+      const seen = Atomics.load(signal, 0);
+      const received = receiveMessageOnPort(port);
+      if (received) {
+        const m = received.message;
+        if (m.nested !== id) continue;
+        return m.ok ? { ok: true, value: m.value } : { ok: false, trap: m.trap };
+      }
+      const left = until - performance.now();
+      if (left <= 0) {
+        const trap = { message: `toolprune: a guest call made while scoring did not answer within ${BOOTSTRAP_MS} ms`, limit: 'wall_time' };
+        if (this.#inflight === entry) this.#kill(entry, trap);
+        return { ok: false, trap };
+      }
+      Atomics.wait(signal, 0, seen, left);
+    }
+  }
+
+  /** When the in-flight call must have answered (performance.now() ms); the time spent scoring does not count. */
   #limitOf(entry) {
     if (entry.startedAt === undefined) return entry.postedAt + BOOTSTRAP_MS;
-    return entry.startedAt + (entry.wallMs > 0 ? entry.wallMs : BOOTSTRAP_MS);
+    return entry.startedAt + (entry.wallMs > 0 ? entry.wallMs : BOOTSTRAP_MS) + (entry.pausedMs ?? 0);
   }
 
   /** Past the in-flight call's limit: terminate the worker, fail the call. */
   #overdue() {
     const entry = this.#inflight;
-    if (!entry || performance.now() < this.#limitOf(entry)) return false;
+    // While this thread scores for the call (an async call made from inside `onScore`), its clock is stopped.
+    if (!entry || entry.scoring || performance.now() < this.#limitOf(entry)) return false;
     if (entry.startedAt === undefined) {
       this.#kill(entry, { message: `toolprune: the guest did not start the call within ${BOOTSTRAP_MS} ms`, limit: null });
     } else {

@@ -9,6 +9,7 @@ import type * as WitPruner from '../gen/interfaces/toolprune-pruner-pruner.js';
 import type * as WitOmitted from '../gen/interfaces/toolprune-pruner-omitted.js';
 import type * as WitSettings from '../gen/interfaces/toolprune-pruner-settings.js';
 import type * as WitJudge from '../gen/interfaces/toolprune-pruner-judge.js';
+import type * as WitScorer from '../gen/interfaces/toolprune-pruner-scorer.js';
 
 /** `no-basis` → `no_basis`: a WIT enum case in the SPEC's spelling. */
 export type Snake<S extends string> = S extends `${infer A}-${infer B}` ? `${A}_${Snake<B>}` : S;
@@ -31,15 +32,15 @@ export type Dialect = WitOmitted.Dialect;
 export type Limit = Snake<WitSettings.Limit>;
 export type HostFailureReason = Snake<WitSettings.HostFailure>;
 
-// ----- what a scorer receives and answers (the WIT `types` interface, jco's shapes) -----
+// ----- what a scorer receives and answers (the WIT `scorer` interface, jco's shapes) -----
 
-export type Batch = WitTypes.Batch;
-export type TransportPolicy = WitTypes.TransportPolicy;
-export type ScoringRequest = WitTypes.ScoringRequest;
+export type Batch = WitScorer.Batch;
+export type TransportPolicy = WitScorer.TransportPolicy;
+export type ScoringRequest = WitScorer.ScoringRequest;
 
 /** One batch's answer, in the WIT shape or the friendly one (`null` = not scored). */
 export type BatchAnswer =
-  | WitTypes.BatchAnswer
+  | WitScorer.BatchAnswer
   | { scores: ArrayLike<number | null | undefined> }
   | { jevResponse: string }
   | { failed: { http: number } | 'network' };
@@ -53,8 +54,9 @@ export interface ScoringContext {
   remainingMs(): number;
   /**
    * The guest's retry rule (`settings.retry-delay`): after a failed
-   * attempt, the wait in ms before the next one, or null (give up).
-   * Always null on the blocking path.
+   * attempt, the wait in ms before the next one, or null (give up). A
+   * Promise for `score`; a number or null at once for `scoreSync` (asked
+   * of a second guest instance while the first is inside `prune`).
    */
   retryDelay(facts: WitSettings.RetryFacts): Promise<number | null> | number | null;
 }
@@ -70,9 +72,13 @@ export interface Scorer {
   readonly name: string;
   /** The Jev model to name in request bodies (native routes), if any. */
   readonly jevModel?: string;
-  /** One answer per batch, in order (or `{ answers }`). Must not block. */
+  /** One answer per batch, in order (or `{ answers }`). Must not block. Used by the async API (jobs). */
   score?(request: ScoringRequest, context: ScoringContext): Promise<BatchAnswer[] | { answers: BatchAnswer[] }>;
-  /** The blocking form, used by `turn.onToolResultSync`. */
+  /**
+   * The blocking form: answers the guest's `scorer` import on the sync API
+   * (`turn.onToolResultSync`, `pruner.routeSync`). It cannot be
+   * interrupted: an answer past `context.deadline` is a `timeout`.
+   */
   scoreSync?(request: ScoringRequest, context: ScoringContext): BatchAnswer[] | { answers: BatchAnswer[] };
 }
 
@@ -93,6 +99,8 @@ export interface Counts {
   jevTokens: number;
   /** Scoring wall time in ms; null when no host scorer answered. */
   ms: number | null;
+  /** Work units the guest counted for this result (the same in every host and form; past the budget: `failed`, `reason=budget`). */
+  work: number;
 }
 
 export interface ParagraphReport {
@@ -148,6 +156,8 @@ export interface PruneResult {
   paragraphs: ParagraphReport[];
   failures: BatchFailure[];
   failure: HostFailure | null;
+  /** How often the host's scorer was asked for this result: 0 (a gate, the offline scorer, the stub) or 1. */
+  scorerCalls: number;
 }
 
 export interface ToolResult {
@@ -162,6 +172,14 @@ export interface ToolResult {
   report?: boolean;
   /** Scores this one result with another scorer than the conversation's. */
   scorer?: ScorerOption;
+  /**
+   * The tool call's arguments, as the JSON text the door received (or an
+   * object, serialized): the repeat gate (SPEC §2) lets the same tool with
+   * the same arguments through unpruned after its result was pruned
+   * (`skipped`, gate `repeated`). Never sent, logged or stored: only a key.
+   * Absent: no repeat is detected.
+   */
+  arguments?: string | Record<string, unknown>;
 }
 
 /** The answer to one `omitted` tool call. */
@@ -204,6 +222,8 @@ export interface Config {
 export interface StoredRecord {
   id: string;
   chars: bigint;
+  /** The repeat gate's key of the call (a digest, never the arguments); undefined without arguments. */
+  call?: string;
   data: string;
 }
 
@@ -215,6 +235,8 @@ export interface ResultStore {
   push(record: StoredRecord): void;
   /** The held record with this id (`P3`), or undefined (never stored, evicted). */
   find(id: string): StoredRecord | undefined;
+  /** The `call` keys of the held records (the repeat gate); without it no repeat is detected. */
+  calls?(): string[];
 }
 
 export interface ConversationOptions {
@@ -243,8 +265,8 @@ export interface ConversationOptions {
 export interface LoadOptions {
   /** Default `'offline'`; `'jev'`: from `env` through the guest's configuration (a `ConfigError` if incomplete). */
   scorer?: ScorerOption | 'jev';
-  /** Replace the guest's per-call limits for every call (tests). */
-  limits?: { wallMs?: number; memoryBytes?: number };
+  /** Replace the guest's per-call safety nets and its work budget per result for every call (tests). */
+  limits?: { wallMs?: number; memoryBytes?: number; work?: number | bigint };
   /** Where `npm run build` wrote the bindings (default: the package's `gen/`). */
   genDir?: string | URL;
   /** The environment for `scorer: 'jev'` (default `process.env`). */
@@ -318,7 +340,7 @@ export declare class RulesError extends Error {
 /** `FILE:LINE:COLUMN: message\n` per problem. */
 export declare function renderLoadErrors(file: string, errors: LoadError[]): string;
 
-/** The contract this host speaks (`0.2`). */
+/** The contract this host speaks (`0.3`). */
 export declare const CONTRACT: string;
 
 /** The component speaks another contract version; the message names both. */
@@ -335,7 +357,7 @@ export declare class Pruner {
   static load(options?: LoadOptions): Promise<Pruner>;
   /** A process-wide offline pruner, loaded on first use. */
   static shared(): Promise<Pruner>;
-  /** `settings.version()`, e.g. `0.2.0`. */
+  /** `settings.version()`, e.g. `0.3.0`. */
   readonly version: string;
   readonly scorerName: string;
   /** The guest's defaults (`settings.resolve([], none)`). */
@@ -356,8 +378,14 @@ export declare class Pruner {
   isPrunable(tool: string | string[], globs: string[]): boolean;
   inspect(text: string): Inspection;
   omittedTool(dialect?: Dialect, lang?: Lang): Record<string, unknown>;
-  /** The judge router; rejects with a `RulesError` for an invalid rules file. */
+  /** The judge router, through a `judge-job`; rejects with a `RulesError` for an invalid rules file. */
   route(rules: string, message: string, options?: RouteOptions): Promise<Decision>;
+  /** The same, blocking: one `judge.decide` call whose `scorer` import the scorer's `scoreSync` answers; throws a `RulesError`. */
+  routeSync(rules: string, message: string, options?: RouteOptions): Decision;
+  /** `prune --json` as every CLI prints it (the guest's `report.prune-json`), for a result and its scorer's label. */
+  pruneJson(result: PruneResult, scorer: string): string;
+  /** `split --json` (`json: true`) or the `split` table, rendered by the guest. */
+  split(text: string, options?: { json?: boolean }): string;
   /** Stops the worker thread. */
   close(): void;
 }
@@ -391,9 +419,17 @@ export declare class Turn {
   private constructor();
   readonly request: string;
   readonly conversation: Conversation;
-  /** Prunes one tool result; the event loop runs meanwhile. Never rejects for a guest or scorer failure. */
+  /**
+   * Prunes one tool result through a job (the scorer's async `score`); the
+   * event loop runs meanwhile. For event loops and async-only scorers
+   * (`JevScorer`). Never rejects for a guest or scorer failure.
+   */
   onToolResult(result: ToolResult, options?: { signal?: AbortSignal }): Promise<PruneResult>;
-  /** The blocking form: the offline scorer, the stub, or a scorer with `scoreSync`. */
+  /**
+   * The blocking form, in one guest call whose `scorer` import is answered
+   * by the scorer's `scoreSync`: the offline scorer, the stub, or a scorer
+   * with `scoreSync` (a TypeError otherwise).
+   */
   onToolResultSync(result: ToolResult, options?: { signal?: AbortSignal }): PruneResult;
 }
 

@@ -4,7 +4,7 @@
 // call with the same transport as pruning, under the same deadline.
 
 import { INSTANTIATE_LINE, wellFormed } from './conversation.js';
-import { checkScorer, scoreAsync } from './scoring.js';
+import { checkScorer, scoreAsync, scoreSync } from './scoring.js';
 import * as wit from './wit.js';
 
 /**
@@ -29,11 +29,8 @@ function loadErrors(list) {
   return list.map((e) => ({ line: e.line, column: e.column, message: e.message }));
 }
 
-/**
- * Decides where `message` goes with the rules file's text `rules` (see
- * `Pruner.route`). `engine`: the pruner's; `defaultScorer`: its scorer.
- */
-export async function route(engine, defaultScorer, rules, message, options = {}) {
+/** The options of `route` / `routeSync`, checked; throws a TypeError for a wrong type. */
+function checked(rules, message, options) {
   if (typeof rules !== 'string') throw new TypeError('toolprune: rules must be a string (the TOML text)');
   if (typeof message !== 'string') throw new TypeError('toolprune: message must be a string');
   const { answers, scorer, signal, jevModel, log = (line) => process.stderr.write(`${line}\n`), rulesFile = 'rules', deadlineCapMs } = options ?? {};
@@ -44,44 +41,109 @@ export async function route(engine, defaultScorer, rules, message, options = {})
   wellFormed('rules', rules);
   wellFormed('message', message);
   if (typeof answers === 'string') wellFormed('answers', answers);
+  return { answers, scorer, signal, jevModel, log, rulesFile, deadlineCapMs };
+}
 
-  /** A trap: the guest's failure line, then an Error (the rules could not be judged). */
-  const trapped = async (trap) => {
-    const line = await engine.call('failureLine', { operation: 'judge', agent: '', tool: '', failure: 'guest-trap', limit: wit.kebab(trap.limit) });
-    log(line.ok ? line.value : INSTANTIATE_LINE);
-    const error = new Error(`toolprune: the component failed (guest_trap): ${trap.message}`);
-    error.reason = 'guest_trap';
-    error.limit = trap.limit ?? null;
-    throw error;
-  };
-  const decided = (d) => {
-    const out = wit.decision(d);
-    log(out.logLine);
-    return out;
-  };
+/** The model named in the judge's body: the option, else the scorer's; checked well-formed. */
+function modelOf(jevModel, scorer) {
+  const model = typeof jevModel === 'string' ? jevModel : typeof scorer?.jevModel === 'string' ? scorer.jevModel : undefined;
+  if (model !== undefined) wellFormed('jevModel', model);
+  return model;
+}
 
-  if (typeof answers === 'string') {
-    const model = typeof jevModel === 'string' ? jevModel : undefined;
-    if (model !== undefined) wellFormed('jevModel', model);
-    const answer = await engine.call('judgeRoute', { rules, message, model, answers });
-    if (!answer.ok) return trapped(answer.trap);
-    if (answer.value.tag === 'err') throw new RulesError(rulesFile, loadErrors(answer.value.val));
-    return decided(answer.value.val);
-  }
-
+/** The scorer that makes the live call: a host scorer (the offline scorer and the stub cannot judge). */
+function liveScorer(scorer, defaultScorer) {
   const s = scorer === undefined ? defaultScorer : checkScorer(scorer);
   if (s.kind !== 'host') {
     throw new TypeError(`toolprune: route needs \`answers\` or a Jev scorer; the ${s.name} scorer cannot judge`);
   }
-  const model = typeof jevModel === 'string' ? jevModel : typeof s.scorer.jevModel === 'string' ? s.scorer.jevModel : undefined;
-  if (model !== undefined) wellFormed('jevModel', model);
+  return s;
+}
+
+/** A trap's failure line written, and the Error to throw (the rules could not be judged). */
+function trapError(trap, line, log) {
+  log(line.ok ? line.value : INSTANTIATE_LINE);
+  const error = new Error(`toolprune: the component failed (guest_trap): ${trap.message}`);
+  error.reason = 'guest_trap';
+  error.limit = trap.limit ?? null;
+  return error;
+}
+
+const failureArgs = (trap) => ({ operation: 'judge', agent: '', tool: '', failure: 'guest-trap', limit: wit.kebab(trap.limit) });
+
+/**
+ * Decides where `message` goes with the rules file's text `rules` (see
+ * `Pruner.routeSync`), blocking: fixed `answers` (`judge.route`), or one
+ * `judge.decide` call whose `scorer` import is answered here by the
+ * scorer's `scoreSync` (SPEC §14's import form).
+ */
+export function routeSync(engine, defaultScorer, rules, message, options = {}) {
+  const o = checked(rules, message, options);
+  const trapped = (trap) => {
+    throw trapError(trap, engine.callSync('failureLine', failureArgs(trap)), o.log);
+  };
+  const decided = (d) => {
+    const out = wit.decision(d);
+    o.log(out.logLine);
+    return out;
+  };
+  let answer;
+  if (typeof o.answers === 'string') {
+    answer = engine.callSync('judgeRoute', { rules, message, model: modelOf(o.jevModel), answers: o.answers });
+  } else {
+    const s = liveScorer(o.scorer, defaultScorer);
+    if (typeof s.scorer.scoreSync !== 'function') {
+      throw new TypeError(`toolprune: scorer ${s.name} has no scoreSync; use await pruner.route(…)`);
+    }
+    const onScore = (request) =>
+      scoreSync(s.scorer, request, {
+        signals: [o.signal],
+        deadlineCapMs: o.deadlineCapMs,
+        retryDelay: (facts) => {
+          const delay = engine.callSync('retryDelay', { facts });
+          return delay.ok ? (delay.value ?? null) : null;
+        },
+      });
+    answer = engine.callSync('judgeDecide', { rules, message, model: modelOf(o.jevModel, s.scorer) }, undefined, onScore);
+  }
+  if (!answer.ok) return trapped(answer.trap);
+  if (answer.value.tag === 'err') throw new RulesError(o.rulesFile, loadErrors(answer.value.val));
+  return decided(answer.value.val);
+}
+
+/**
+ * Decides where `message` goes with the rules file's text `rules` (see
+ * `Pruner.route`), without blocking: fixed `answers`, or a `judge-job`
+ * (load → its request scored by the scorer's `score` → finish). `engine`:
+ * the pruner's; `defaultScorer`: its scorer.
+ */
+export async function route(engine, defaultScorer, rules, message, options = {}) {
+  const o = checked(rules, message, options);
+  const trapped = async (trap) => {
+    throw trapError(trap, await engine.call('failureLine', failureArgs(trap)), o.log);
+  };
+  const decided = (d) => {
+    const out = wit.decision(d);
+    o.log(out.logLine);
+    return out;
+  };
+
+  if (typeof o.answers === 'string') {
+    const answer = await engine.call('judgeRoute', { rules, message, model: modelOf(o.jevModel), answers: o.answers });
+    if (!answer.ok) return trapped(answer.trap);
+    if (answer.value.tag === 'err') throw new RulesError(o.rulesFile, loadErrors(answer.value.val));
+    return decided(answer.value.val);
+  }
+
+  const s = liveScorer(o.scorer, defaultScorer);
+  const model = modelOf(o.jevModel, s.scorer);
   const start = () => engine.call('judgeStart', { rules, message, model });
   const started = await start();
   if (!started.ok) return trapped(started.trap);
-  if (started.value.errors) throw new RulesError(rulesFile, loadErrors(started.value.errors));
+  if (started.value.errors) throw new RulesError(o.rulesFile, loadErrors(started.value.errors));
   const response = await scoreAsync(s.scorer, started.value.request, {
-    signals: [signal],
-    deadlineCapMs,
+    signals: [o.signal],
+    deadlineCapMs: o.deadlineCapMs,
     retryDelay: async (facts) => {
       const answer = await engine.call('retryDelay', { facts });
       return answer.ok ? (answer.value ?? null) : null;

@@ -7,7 +7,11 @@
 // - `tool.execute.after`: an MCP result (`output.content`, the raw MCP
 //   content list) whose tool is prunable (the configuration's globs, asked
 //   of the guest: `settings.is-prunable`) and whose content is one text
-//   block is pruned; the pruned body replaces that block's text. Changing
+//   block is pruned; the pruned body replaces that block's text. The
+//   call's `args` go to the guest (never sent, logged or stored: only a
+//   key), so that the same tool called again with the same arguments after
+//   its result was pruned passes unpruned (SPEC §2, gate `repeated`, with
+//   a log line): a model that asks again gets everything. Changing
 //   `output.content` is what reaches the model (`output.output` does not:
 //   tests/e2e/FACTS-opencode.md). Built-in tools (`{title, metadata,
 //   output}`) pass unchanged.
@@ -184,7 +188,8 @@ export async function ToolprunePlugin() {
         entry.request ??= entry.session.request()?.request ?? null;
         const turn = entry.conversation.turn(entry.request ?? '');
         const text = block.text;
-        const result = await turn.onToolResult({ tool: input.tool, text, ok: output.isError !== true, prunable });
+        const args = input.args === undefined || input.args === null ? undefined : input.args;
+        const result = await turn.onToolResult({ tool: input.tool, text, ok: output.isError !== true, prunable, arguments: args });
         if (result.logLine !== null) entry.session.log(result.logLine, result.id ?? undefined);
         if (result.body !== text && Array.isArray(output.content) && output.content[0] === block) {
           output.content = [{ ...block, text: result.body }];

@@ -4,10 +4,10 @@
 
 import { readFileSync } from 'node:fs';
 
-import { Conversation, checkDialect, checkLang, checkResultStore, defaultLog, wellFormed } from './conversation.js';
+import { Conversation, GUEST, checkDialect, checkLang, checkResultStore, defaultLog, wellFormed } from './conversation.js';
 import { Engine, loadComponent } from './engine.js';
 import { ConfigError, JevScorer } from './jev.js';
-import { route } from './judge.js';
+import { route, routeSync } from './judge.js';
 import { checkScorer } from './scoring.js';
 import * as wit from './wit.js';
 
@@ -21,25 +21,28 @@ function guestError(answer) {
   return error;
 }
 
+const LIMIT_KEYS = ['wallMs', 'memoryBytes', 'work'];
+
 function checkLimits(limits) {
   if (limits === undefined || limits === null) return {};
-  if (typeof limits !== 'object') throw new TypeError('toolprune: limits must be an object { wallMs, memoryBytes }');
+  if (typeof limits !== 'object') throw new TypeError('toolprune: limits must be an object { wallMs, memoryBytes, work }');
   const out = {};
-  for (const key of ['wallMs', 'memoryBytes']) {
+  for (const key of LIMIT_KEYS) {
     const v = limits[key];
     if (v === undefined) continue;
-    if (!Number.isInteger(v) || v <= 0) throw new TypeError(`toolprune: limits.${key} must be a positive integer`);
+    const whole = key === 'work' ? (typeof v === 'bigint' ? v >= 0n : Number.isSafeInteger(v) && v >= 0) : Number.isInteger(v) && v > 0;
+    if (!whole) throw new TypeError(`toolprune: limits.${key} must be a ${key === 'work' ? 'whole number' : 'positive integer'}`);
     out[key] = v;
   }
   for (const key of Object.keys(limits)) {
-    if (!(key in out) && limits[key] !== undefined) throw new TypeError(`toolprune: unknown limit ${key} (this host has wallMs and memoryBytes; no fuel)`);
+    if (!(key in out) && limits[key] !== undefined) throw new TypeError(`toolprune: unknown limit ${key} (this host has ${LIMIT_KEYS.join(', ')}; no fuel)`);
   }
   return out;
 }
 
 /**
  * The toolprune component, compiled once per process, checked to speak
- * contract 0.2.x, running in a worker thread. Make one with
+ * contract 0.3.x, running in a worker thread. Make one with
  * `await Pruner.load(options)`; then one `pruner.conversation()` per agent
  * conversation.
  */
@@ -47,6 +50,7 @@ export class Pruner {
   #engine;
   #scorer;
   #defaults;
+  #workBudget;
   #toolName = null;
 
   /** @private use `Pruner.load` */
@@ -58,13 +62,16 @@ export class Pruner {
   /**
    * Loads the component (compiled once per process and `genDir`) and starts
    * its worker. Before anything is instantiated, every `toolprune:pruner/*`
-   * export must be contract 0.2.x (else a `VersionError` naming both).
+   * export must be contract 0.3.x (else a `VersionError` naming both).
    *
    * - `scorer`: `'offline'` (default: the guest's lexical scorer, nothing
    *   leaves the machine), `'stub'`, `'jev'` (from `env` through the guest's
    *   configuration; a `ConfigError` if it is incomplete), or a scorer object;
    * - `limits`: `{ wallMs, memoryBytes }` replacing the guest's per-call
-   *   limits (`settings.call-limits-for`) for every call: tests only;
+   *   safety nets (`settings.call-limits-for`) for every call, and `work`
+   *   replacing the guest's work budget of every result
+   *   (`prune-input.work-budget`, SPEC §7: past it, `failed`,
+   *   `reason=budget`): tests only;
    * - `genDir`: where `npm run build` wrote the bindings (default `gen/`);
    * - `env`: the environment for `scorer: 'jev'` (default `process.env`).
    */
@@ -72,8 +79,9 @@ export class Pruner {
     const overrides = checkLimits(limits);
     const chosen = scorer === 'jev' ? null : checkScorer(scorer);
     const component = await loadComponent(genDir);
-    const engine = await Engine.start(component, overrides);
+    const engine = await Engine.start(component, { wallMs: overrides.wallMs, memoryBytes: overrides.memoryBytes });
     const pruner = new Pruner(KEY, engine);
+    pruner.#workBudget = overrides.work;
     try {
       const defaults = engine.callSync('resolve', { env: [], file: undefined });
       if (!defaults.ok) throw guestError(defaults);
@@ -102,7 +110,7 @@ export class Pruner {
     return shared;
   }
 
-  /** The component's contract version (`settings.version()`, e.g. `0.2.0`). */
+  /** The component's contract version (`settings.version()`, e.g. `0.3.0`). */
   get version() {
     return this.#engine.version;
   }
@@ -133,10 +141,13 @@ export class Pruner {
    * - `resultStore`: where the counter and the pruned results are kept
    *   instead of process memory, as the Rust host's `ResultStore` (an
    *   on-disk session shared by processes: `toolprune/store`): an object
-   *   `{ count() → number, push(record), find(id) → record | undefined }`,
-   *   each synchronous. `push` gets the guest's stored result (`{id, chars:
-   *   bigint, data}`) numbered `count() + 1`, keeps it and applies its own
-   *   bounds; it must throw for a record of any other number. A store that
+   *   `{ count() → number, push(record), find(id) → record | undefined,
+   *   calls?() → string[] }`, each synchronous. `push` gets the guest's
+   *   stored result (`{id, chars: bigint, call, data}`) numbered
+   *   `count() + 1`, keeps it and applies its own bounds; it must throw for
+   *   a record of any other number. `calls()` gives the `call` keys of the
+   *   records it holds (the repeat gate, SPEC §2; without it no repeat is
+   *   detected). A store that
    *   throws fails the result open (the text unchanged, no id, `reason=store`)
    *   or makes `omitted` answer "unavailable";
    * - `deadlineCapMs`: **tests only**, the deadline used is
@@ -184,6 +195,7 @@ export class Pruner {
         log,
         store: Object.freeze(limits),
         deadlineCapMs,
+        workBudget: this.#workBudget,
       }),
       chosen,
       results,
@@ -289,6 +301,43 @@ export class Pruner {
    */
   route(rules, message, options = {}) {
     return route(this.#engine, this.#scorer, rules, message, options);
+  }
+
+  /**
+   * The same, blocking (SPEC §14's import form): one `judge.decide` call
+   * whose `scorer` import is answered on this thread by the scorer's
+   * `scoreSync` (a TypeError for a scorer without it). Throws a
+   * `RulesError` for an invalid rules file.
+   */
+  routeSync(rules, message, options = {}) {
+    return routeSync(this.#engine, this.#scorer, rules, message, options);
+  }
+
+  /**
+   * `prune --json` as every CLI prints it (`report.prune-json`, rendered
+   * by the guest): the report of `result` (a result of `onToolResult*`,
+   * with `report: true` for the paragraphs), `scorer` its scorer's label.
+   * Pretty-printed JSON without a final newline.
+   */
+  pruneJson(result, scorer) {
+    const pruned = result?.[GUEST] ?? undefined;
+    const failure = pruned ? undefined : [wit.kebab(result?.failure?.reason ?? 'guest_trap'), wit.kebab(result?.failure?.limit)];
+    const answer = this.#engine.callSync('pruneJson', { pruned, failure, scorer: String(scorer).toWellFormed() });
+    if (!answer.ok) throw guestError(answer);
+    return answer.value;
+  }
+
+  /**
+   * `split --json` (`json: true`) or the `split` table, as every CLI
+   * prints them (`report.split-json`, `report.split-table`, rendered by
+   * the guest). A TypeError for a text with lone surrogates.
+   */
+  split(text, { json = false } = {}) {
+    if (typeof text !== 'string') throw new TypeError('toolprune: text must be a string');
+    wellFormed('text', text);
+    const answer = this.#engine.callSync(json ? 'splitJson' : 'splitTable', { text });
+    if (!answer.ok) throw guestError(answer);
+    return answer.value;
   }
 
   /** Stops the worker thread (it does not keep the process alive anyway). */

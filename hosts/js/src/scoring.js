@@ -11,7 +11,7 @@ const NETWORK = Object.freeze({ tag: 'failed', val: Object.freeze({ tag: 'networ
 
 /** The guest's offline lexical scorer: no request, nothing leaves the machine. */
 export const OFFLINE = Object.freeze({ kind: 'offline', name: 'offline' });
-/** The word-overlap stub, answered by the guest's `pruner.stub-scores` (not a relevance model). */
+/** The guest's word-overlap stub (`scorer-choice.stub`: scored in the guest, no request; not a relevance model). */
 export const STUB = Object.freeze({ kind: 'stub', name: 'stub' });
 
 /**
@@ -151,12 +151,16 @@ export async function scoreAsync(scorer, request, { signals = [], deadlineCapMs,
 }
 
 /**
- * The blocking form, for `onToolResultSync`: `scorer.scoreSync(request,
- * context)` on this thread. A cancelled signal stops before the call; an
- * answer that comes past the deadline is a `timeout` (the host cannot
- * interrupt a blocking call, it discards what came late).
+ * The blocking form, for the `scorer` import of `onToolResultSync` and the
+ * sync judge: `scorer.scoreSync(request, context)` on this thread, whose
+ * `context.retryDelay(facts)` answers synchronously (the guest's
+ * `settings.retry-delay`, asked of a second instance: the first is inside
+ * the call being scored). A cancelled signal stops before the call, and
+ * wins after it; an answer that comes past the deadline is a `timeout`
+ * (the host cannot interrupt a blocking call, it discards what came late).
+ * Never throws: a scorer that throws fails every batch (`network`).
  */
-export function scoreSync(scorer, request, { signals = [], deadlineCapMs } = {}) {
+export function scoreSync(scorer, request, { signals = [], deadlineCapMs, retryDelay } = {}) {
   const live = signals.filter(Boolean);
   const start = performance.now();
   if (live.some((s) => s.aborted)) return response(stop('cancelled'), start);
@@ -164,7 +168,7 @@ export function scoreSync(scorer, request, { signals = [], deadlineCapMs } = {})
   const ended = new AbortController();
   let answers;
   try {
-    const ctx = context(AbortSignal.any([...live, ended.signal]), start + budget, () => null);
+    const ctx = context(AbortSignal.any([...live, ended.signal]), start + budget, retryDelay ?? (() => null));
     answers = normalizeAnswers(scorer.scoreSync(request, ctx), request);
   } catch {
     answers = failedAll(request);

@@ -7,9 +7,10 @@
 //   <root>/                      0700, owned by the user (else refused)
 //     toolprune.log[.1…4]        `<unix s> session=TAG [id=Pn] LINE`, counts only, 0600, rotated at 1 MiB
 //     <agent>-<hash>/            0700; hash = sha256(agent \0 session id)[..32 hex]
-//       state.json               {"count": N, "records": [[n, chars], …]}
+//       state.json               {"count": N, "records": [[n, chars], …], "calls": {"n": key, …}}
+//                                (`calls`: the repeat gate's keys of the held records, digests; absent when none)
 //       request.json             {"request": "<the turn's prompt>", "at": <unix s>}
-//       P<n>.json                {"id": "Pn", "chars": N, "data": "<the guest's encoding>"}
+//       P<n>.json                {"id": "Pn", "chars": N, "data": "<the guest's encoding>"[, "call": "<key>"]}
 //
 // Every file is written to a 0600 temporary file in its directory and
 // renamed into place, so a reader (the Rust CLI) sees whole files. Node has
@@ -337,16 +338,24 @@ export class Session {
   #state() {
     const path = join(this.#dir, 'state.json');
     const text = readOptional(path);
-    if (text === null) return { count: 0, records: [] };
+    if (text === null) return { count: 0, records: [], calls: {} };
     const state = parseJson(path, text);
     const ok =
       state &&
       Number.isInteger(state.count) &&
       state.count >= 0 &&
       Array.isArray(state.records) &&
-      state.records.every((r) => Array.isArray(r) && r.length === 2 && Number.isInteger(r[0]) && Number.isInteger(r[1]));
-    if (!ok) throw new StoreError(`${path} is corrupt: not {"count", "records"}`);
-    return state;
+      state.records.every((r) => Array.isArray(r) && r.length === 2 && Number.isInteger(r[0]) && Number.isInteger(r[1])) &&
+      (state.calls === undefined || (state.calls !== null && typeof state.calls === 'object' && !Array.isArray(state.calls) && Object.values(state.calls).every((k) => typeof k === 'string')));
+    if (!ok) throw new StoreError(`${path} is corrupt: not {"count", "records"[, "calls"]}`);
+    return { count: state.count, records: state.records, calls: state.calls ?? {} };
+  }
+
+  /** Writes the index as the Rust CLI does (`calls` only when it holds a key). */
+  #writeState(count, records, calls) {
+    const state = { count, records };
+    if (Object.keys(calls).length > 0) state.calls = calls;
+    writeAtomic(this.#dir, 'state.json', JSON.stringify(state));
   }
 
   /** Results ever stored in the conversation (never lowered by eviction). */
@@ -355,16 +364,19 @@ export class Session {
   }
 
   /**
-   * Keeps `record` (the guest's `{id, chars, data}`), which must be
+   * Keeps `record` (the guest's `{id, chars, call, data}`), which must be
    * `P{count + 1}`; evicts the oldest past the bounds. Throws a
-   * `StoreError` (nothing changed) otherwise.
+   * `StoreError` (nothing changed) otherwise. `call` (the repeat gate's
+   * key, never the arguments) is written when the guest gave one; readers
+   * that do not know it ignore it.
    */
   push(record) {
     const state = this.#state();
     const number = state.count + 1;
     if (numberOf(record?.id) !== number) throw new StoreError("the record's id is not the number it was given");
     const chars = Number(record.chars);
-    writeAtomic(this.#dir, `P${number}.json`, JSON.stringify({ id: record.id, chars, data: record.data }));
+    const call = typeof record.call === 'string' ? record.call : undefined;
+    writeAtomic(this.#dir, `P${number}.json`, JSON.stringify({ id: record.id, chars, call, data: record.data }));
     const records = [...state.records, [number, chars]];
     let total = records.reduce((sum, [, c]) => sum + c, 0);
     const evicted = [];
@@ -376,8 +388,11 @@ export class Session {
         evicted.push(n);
       }
     }
+    const calls = { ...state.calls };
+    if (call !== undefined) calls[String(number)] = call;
+    for (const n of evicted) delete calls[String(n)];
     try {
-      writeAtomic(this.#dir, 'state.json', JSON.stringify({ count: number, records }));
+      this.#writeState(number, records, calls);
     } catch (error) {
       rmSync(join(this.#dir, `P${number}.json`), { force: true });
       throw error;
@@ -398,7 +413,18 @@ export class Session {
     if (text === null) return undefined;
     const file = parseJson(path, text);
     if (!file || file.id !== `P${number}` || !Number.isInteger(file.chars) || typeof file.data !== 'string') return undefined;
-    return { id: file.id, chars: BigInt(file.chars), data: file.data };
+    return { id: file.id, chars: BigInt(file.chars), call: typeof file.call === 'string' ? file.call : undefined, data: file.data };
+  }
+
+  /**
+   * The `call` keys of the held records, oldest first (the repeat gate,
+   * SPEC §2): the same tool with the same arguments as a pruned result
+   * passes unpruned. Read from the index (`state.json` `calls`, as the Rust
+   * CLI writes it); records written without a key give none.
+   */
+  calls() {
+    const state = this.#state();
+    return state.records.map(([n]) => state.calls[String(n)]).filter((k) => typeof k === 'string');
   }
 
   /** Records the turn's request (replaces the previous one). */
@@ -424,7 +450,7 @@ export class Session {
    */
   end() {
     const state = this.#state();
-    writeAtomic(this.#dir, 'state.json', JSON.stringify({ count: state.count, records: [] }));
+    this.#writeState(state.count, [], {});
     for (const name of readdirSync(this.#dir)) {
       const ours = name === 'request.json' || (name.startsWith('P') && (name.endsWith('.json') || name.endsWith('.body'))) || (name.startsWith('.') && name.endsWith('.tmp'));
       if (ours) rmSync(join(this.#dir, name), { force: true });

@@ -12,7 +12,11 @@ export function kebab(name) {
   return name === undefined || name === null ? undefined : String(name).replaceAll('_', '-');
 }
 
-/** The counts of the `tool prune:` line; `ms` null when nothing was measured. */
+/**
+ * The counts of the `tool prune:` line; `ms` null when nothing was
+ * measured, `paragraphs` null when nothing was split; `work`: the guest's
+ * work units for the result (SPEC §7; u64 as a Number).
+ */
 export function counts(c) {
   return {
     rawChars: c.rawChars,
@@ -22,6 +26,7 @@ export function counts(c) {
     calls: c.calls,
     jevTokens: Number(c.jevTokens),
     ms: c.ms ?? null,
+    work: Number(c.work),
   };
 }
 

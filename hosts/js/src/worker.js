@@ -21,10 +21,24 @@
 // The main thread never listens on that port: it takes answers with
 // `receiveMessageOnPort`, after `Atomics.wait` (sync API) or
 // `Atomics.waitAsync` (async API) on [0].
+//
+// The `scorer` import (wit/scorer.wit, SPEC §14). Only the one-call ops
+// (`pruneCall`: `pruner.prune`, `judgeDecide`: `judge.decide`), which the
+// main thread posts from its blocking API only, may use it: inside the
+// import this thread posts `{seq, score: request}` on the answer port and
+// blocks (`Atomics.wait` on [3]) until the main thread, which is blocked
+// waiting for this call, answers on the `down` port with `{seq, response}`
+// (or `{seq, refused: message}`: the import throws, the guest traps, the
+// call fails open). While it waits here, the main thread may post nested
+// calls `{nested, op, args}` on `down` (its scorer asking
+// `settings.retry-delay`, …): they run on a second instance, since this
+// one is inside `prune`, and are answered `{nested, ok, value | trap}`.
+// On every other op (the jobs of the async API) the import throws: it is
+// never called there, and if it were, the call would trap and fail open.
 
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 
-const { bindingsUrl, modules, shared, port, overrides } = workerData;
+const { bindingsUrl, modules, shared, port, down, overrides } = workerData;
 const signal = new Int32Array(shared);
 const PAGE = 65536;
 const DISPOSE = Symbol.dispose ?? Symbol.for('dispose');
@@ -39,6 +53,72 @@ let generation = 0;
 const jobs = new Map();
 let nextJob = 1;
 
+/**
+ * The call running now that may use the `scorer` import (`pruneCall`,
+ * `judgeDecide`): `{seq, asked}`; null on every other op (the import throws).
+ */
+let importing = null;
+
+/** Signals the main thread: [0] counts events; it waits on that slot. */
+function bump() {
+  Atomics.add(signal, 0, 1);
+  Atomics.notify(signal, 0);
+}
+
+/** The second instance, for nested calls while `live` is inside the import (made on first use). */
+let side = null;
+
+/** Ops a nested call may run (stateless: no job, no import). */
+const NESTED = new Set([
+  'version', 'threshold', 'variables', 'configPath', 'resolve', 'isPrunable', 'isToolPrunable', 'retryDelay',
+  'failureLine', 'unavailable', 'tool', 'requestedId', 'answer', 'inspect', 'judgeRoute', 'pruneJson', 'splitJson', 'splitTable',
+]);
+
+/** One nested call on the second instance; never throws (a trap drops only that instance). */
+function nested({ nested: id, op, args }) {
+  try {
+    if (!NESTED.has(op)) throw new Error(`toolprune: ${op} cannot run while a result is being scored (a re-entrant call)`);
+    side ??= makeInstance();
+    side.limit.value = side.cap;
+    side.refused.value = 0;
+    port.postMessage({ nested: id, ok: true, value: OPS[op].run(side.root, args, 0) });
+  } catch (error) {
+    side = null;
+    port.postMessage({ nested: id, ok: false, trap: { message: String(error?.message ?? error), limit: null } });
+  }
+  bump();
+}
+
+/**
+ * `scorer.score` (wit/scorer.wit): asks the main thread, which is blocked
+ * waiting for this call, and blocks until it answers. Throws (the guest
+ * traps, the call fails open) on the jobs path, on a second call for the
+ * same result, or when the main thread refuses.
+ */
+function score(request) {
+  const call = importing;
+  if (!call) throw new Error('toolprune: the scorer import is not available on this path (the host scores through jobs)');
+  if (call.asked) throw new Error('toolprune: the guest called scorer.score twice for one call');
+  call.asked = true;
+  port.postMessage({ seq: call.seq, score: request });
+  bump();
+  for (;;) {
+    const seen = Atomics.load(signal, 3);
+    const received = receiveMessageOnPort(down);
+    if (!received) {
+      Atomics.wait(signal, 3, seen);
+      continue;
+    }
+    const message = received.message;
+    if (message.nested !== undefined) {
+      nested(message);
+    } else if (message.seq === call.seq) {
+      if (message.refused !== undefined) throw new Error(message.refused);
+      return message.response;
+    }
+  }
+}
+
 function makeInstance() {
   let bound = null;
   const root = instantiate(
@@ -47,7 +127,7 @@ function makeInstance() {
       if (!module) throw new Error(`toolprune: core module ${name} is missing from the build`);
       return module;
     },
-    {},
+    { 'toolprune:pruner/scorer': { score } },
     (module, imports) => {
       const core = new WebAssembly.Instance(module, imports);
       const limit = core.exports['toolprune-host:memory-limit-pages'];
@@ -126,15 +206,19 @@ const OPS = {
     run: (g, a) => g.omitted.answer(a.args, a.lang, a.agent, a.found),
   },
   inspect: { bytes: (a) => utf8Bytes(a.text), run: (g, a) => g.pruner.inspect(a.text) },
-  stubScores: {
-    bytes: (a) => a.request.batches.reduce((n, b) => n + b.chunks.reduce((m, c) => m + utf8Bytes(c), 0), 0),
-    run: (g, a) => g.pruner.stubScores(a.request),
+  /**
+   * `pruner.prune(input, idNumber)`: one call, the guest calling the
+   * `scorer` import at most once (the sync API). `{pruned}`.
+   */
+  pruneCall: {
+    bytes: (a) => utf8Bytes(a.input.text),
+    import: true,
+    run: (g, a) => ({ pruned: g.pruner.prune(a.input, a.idNumber) }),
   },
   /**
-   * `new(input)` and its scoring request. None due: finished at once (id
-   * `idNumber`). `stub`: scored here by `stub-scores` and finished (one
-   * hop). `probe`: only whether scoring would be due. Else the job stays
-   * open for `finish`.
+   * `new(input)` and its scoring request (the async API's jobs). None due:
+   * finished at once (id `idNumber`). `probe`: only what the guest decides
+   * without a scorer (a gate). Else the job stays open for `finish`.
    */
   prune: {
     bytes: (a) => utf8Bytes(a.input.text),
@@ -143,14 +227,7 @@ const OPS = {
       let open = false;
       try {
         const request = job.scoringRequest();
-        if (request === undefined) return { pruned: job.finish(undefined, a.idNumber) };
-        if (a.probe) return { scoring: true };
-        if (a.stub) {
-          const start = performance.now();
-          const response = g.pruner.stubScores(request);
-          response.elapsedMs = Math.min(Math.floor(performance.now() - start), 0xffff_ffff);
-          return { pruned: job.finish(response, a.idNumber) };
-        }
+        if (request === undefined || a.probe) return { pruned: job.finish(undefined, a.idNumber) };
         open = true;
         return { job: keep(job, bytes), request };
       } finally {
@@ -171,7 +248,11 @@ const OPS = {
       }
     },
   },
-  /** The same job made again from its input, finished with the response scored for it. */
+  /**
+   * The same job made again from its input, finished with the response
+   * already scored for it (an instance lost meanwhile, or an id that moved
+   * while the result was scored): the scorer is not asked again.
+   */
   finishFresh: {
     bytes: (a) => utf8Bytes(a.input.text),
     run: (g, a) => {
@@ -188,6 +269,21 @@ const OPS = {
     bytes: (a) => utf8Bytes(a.rules) + utf8Bytes(a.message) + utf8Bytes(a.answers),
     run: (g, a) => result(() => g.judge.route(a.rules, a.message, a.model, a.answers)),
   },
+  /** `judge.decide`: one call, the judge's one Jev call through the `scorer` import (the sync API). */
+  judgeDecide: {
+    bytes: (a) => utf8Bytes(a.rules) + utf8Bytes(a.message),
+    import: true,
+    run: (g, a) => result(() => g.judge.decide(a.rules, a.message, a.model)),
+  },
+  /** `report.prune-json` (the CLI's `prune --json`). */
+  pruneJson: {
+    bytes: (a) => 64 * (a.pruned?.paragraphs?.length ?? 0),
+    run: (g, a) => g.report.pruneJson(a.pruned, a.failure, a.scorer),
+  },
+  /** `report.split-json` (`split --json`). */
+  splitJson: { bytes: (a) => utf8Bytes(a.text), run: (g, a) => g.report.splitJson(a.text) },
+  /** `report.split-table` (`split`). */
+  splitTable: { bytes: (a) => utf8Bytes(a.text), run: (g, a) => g.report.splitTable(a.text) },
   judgeStart: {
     bytes: (a) => utf8Bytes(a.rules) + utf8Bytes(a.message),
     run: (g, a, bytes) => {
@@ -215,12 +311,6 @@ const OPS = {
     },
   },
 };
-
-/** Signals the main thread: [0] counts events; it waits on that slot. */
-function bump() {
-  Atomics.add(signal, 0, 1);
-  Atomics.notify(signal, 0);
-}
 
 function started(seq, wallMs) {
   Atomics.store(signal, 2, wallMs);
@@ -265,9 +355,12 @@ function handle({ seq, op, args, bootstrap }) {
     live.refused.value = 0;
     started(seq, wallMs);
     const start = performance.now();
+    importing = spec.import ? { seq, asked: false } : null;
     const value = spec.run(live.root, args, bytes ?? 0);
+    importing = null;
     answer({ seq, ok: true, value, guestMs: performance.now() - start });
   } catch (error) {
+    importing = null;
     const limit = bound?.refused.value === 1 ? 'memory' : null;
     dropInstance();
     answer({ seq, ok: false, trap: { message: String(error?.message ?? error), limit } });

@@ -38,9 +38,21 @@ export async function embed(userMessage: string, pageText: string): Promise<stri
   const records: ResultStore = { count: () => held.length, push: (r) => void held.push(r), find: (id) => held.find((r) => r.id === id) };
   pruner.conversation({ enabled: true, resultStore: records });
   await other.turn(userMessage).onToolResult({ prunable: true, text: pageText, report: true });
-  const sync = other.turn(userMessage).onToolResultSync({ prunable: true, text: pageText, scorer: 'stub' });
+  const sync = other.turn(userMessage).onToolResultSync({ prunable: true, text: pageText, scorer: 'stub', arguments: { url: 'https://example.com' } });
+  // The import path: a blocking scorer answers the guest's `scorer` import.
+  const blocking: Scorer = {
+    name: 'blocking',
+    scoreSync(request, context) {
+      const wait = context.retryDelay({ attempt: 1, status: 429, nowUnixMs: BigInt(Date.now()), remainingMs: context.remainingMs() });
+      return request.batches.map((b) => ({ scores: Array.from(b.paragraphs, () => (typeof wait === 'number' ? 0.5 : 1)) }));
+    },
+  };
+  const imported = other.turn(userMessage).onToolResultSync({ prunable: true, text: pageText, scorer: blocking, arguments: '{"url": "x"}' });
+  const calls: number = imported.scorerCalls + (imported.counts?.work ?? 0);
+  const report: string = pruner.pruneJson(imported, 'blocking') + pruner.split(pageText, { json: true });
+  await Pruner.load({ limits: { work: 1_000_000, wallMs: 60_000 } });
   const units = pruner.inspect(pageText).units.length;
-  return `${result.body}${back.text}${String(tool.name)}${outcome}${result.counts?.keptChars ?? 0}${sync.id ?? ''}${units}${pruner.omittedToolName}`;
+  return `${result.body}${back.text}${String(tool.name)}${outcome}${result.counts?.keptChars ?? 0}${sync.id ?? ''}${units}${pruner.omittedToolName}${calls}${report}`;
 }
 
 export async function judge(rules: string, message: string, answers?: string): Promise<string> {
@@ -49,7 +61,7 @@ export async function judge(rules: string, message: string, answers?: string): P
     const config = pruner.config();
     const jev = JevScorer.fromConfig(config);
     const d: Decision = answers
-      ? await pruner.route(rules, message, { answers })
+      ? pruner.routeSync(rules, message, { answers })
       : await pruner.route(rules, message, { scorer: jev ?? custom, signal: AbortSignal.timeout(5000) });
     return d.verdict === 'routed' ? (d.to ?? []).join(',') : `${d.verdict} ${d.rule ?? 'otherwise'} ${d.answers[0]?.p ?? 0}`;
   } catch (error) {

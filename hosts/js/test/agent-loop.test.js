@@ -54,3 +54,18 @@ test('the README agent loop prunes a page and answers omitted verbatim', async (
   assert.ok(readBack.length > 0 && PAGE.includes(readBack.trimEnd()), 'omitted gives dropped text verbatim');
   assert.ok(!body.includes(readBack.trim()));
 });
+
+test('the README agent loop: the model fetching the same page again gets it whole (the repeat gate)', async () => {
+  const { chat } = await loadExample();
+  const seen = [];
+  let step = 0;
+  const callModel = async (messages) => {
+    step += 1;
+    seen.push(structuredClone(messages.at(-1)));
+    if (step <= 2) return { content: [{ type: 'tool_use', id: `t${step}`, name: 'fetch', input: { url: 'https://example.com/streamable-http' } }] };
+    return { content: [{ type: 'text', text: 'done' }] };
+  };
+  await chat(REQUEST, [], callModel, async () => PAGE);
+  assert.ok(seen[1].content[0].content.startsWith('[Omitted by relevance: '), 'the first fetch was pruned');
+  assert.equal(seen[2].content[0].content, PAGE, 'the second, identical fetch passes unpruned');
+});

@@ -1,4 +1,4 @@
-// The public API (host design "Contract 0.2"): conversations and turns,
+// The public API (host design "Contract 0.3"): conversations and turns,
 // skipped results and their gates, ids across turns and under concurrency,
 // the bounded store, thresholds refused, the deadline and cancellation for
 // every scorer, scorer failures, the opt-in report, the omitted tool in
@@ -167,9 +167,18 @@ test('cancellation through the turn or the call: cancelled at once, and it wins 
   assert.equal(r.outcome, 'cancelled');
   assert.ok(r.body === TEXT);
   assert.ok(performance.now() - started < 2000);
-  // The turn stays cancelled: the next result is cancelled too, sync or async, stub included.
-  assert.equal(turn.onToolResultSync({ text: TEXT, prunable: true, scorer: scripted() }).outcome, 'cancelled');
-  assert.equal((await turn.onToolResult({ text: TEXT, prunable: true, scorer: 'stub' })).outcome, 'cancelled');
+  // The turn stays cancelled: the next result is cancelled too, sync or async, and its scorer never runs.
+  const after = scripted();
+  assert.equal(turn.onToolResultSync({ text: TEXT, prunable: true, scorer: after }).outcome, 'cancelled');
+  assert.equal((await turn.onToolResult({ text: TEXT, prunable: true, scorer: after })).outcome, 'cancelled');
+  assert.equal(after.state.calls, 0);
+  // The guest's own scorers (offline, stub) send nothing and wait for nothing: cancellation does not apply.
+  for (const scorer of ['stub', 'offline']) {
+    const s = turn.onToolResultSync({ text: TEXT, prunable: true, scorer });
+    const a = await turn.onToolResult({ text: TEXT, prunable: true, scorer });
+    assert.notEqual(s.outcome, 'cancelled');
+    assert.deepEqual([a.outcome, a.body, a.scorerCalls], [s.outcome, s.body, 0]);
+  }
   // A call's own signal.
   const t2 = conversation.turn(REQUEST);
   assert.equal((await t2.onToolResult({ text: TEXT, prunable: true }, { signal: AbortSignal.abort() })).outcome, 'cancelled');
@@ -276,7 +285,7 @@ test('inspect, isPrunable, the configuration and the defaults are the guest\'s',
   assert.equal(pruner.isPrunable(['fetch', 'mcp__fetch__fetch'], ['mcp__fetch__*']), true);
   assert.throws(() => pruner.isPrunable([1], ['*']), TypeError);
   assert.equal(pruner.isPrunable(pruner.omittedToolName, ['*']), false);
-  assert.equal(pruner.version, '0.2.0');
+  assert.equal(pruner.version, '0.3.0');
   const config = pruner.config({ HOME: '/nonexistent', TOOLPRUNE_THRESHOLD: '0.3', TOOLPRUNE_JEV_ROUTE: 'typesafe' });
   assert.equal(config.threshold, 0.3);
   assert.equal(config.jev.route, 'typesafe');
@@ -285,7 +294,7 @@ test('inspect, isPrunable, the configuration and the defaults are the guest\'s',
   assert.deepEqual(pruner.conversation().options.store, { maxRecords: pruner.defaults.store.maxRecords, maxChars: pruner.defaults.store.maxChars });
 });
 
-test('the stub is the guest\'s (stub-scores): the same answer on both paths', async () => {
+test('the stub is the guest\'s (scorer-choice.stub, no request): the same answer on both paths', async () => {
   const turn = pruner.conversation({ enabled: true, scorer: 'stub', log: capture() }).turn('How does the upload client retry a failed part in its queue?');
   const text = readShared('corpus/mcp-spec-2025-11-25-transports.mdx');
   const a = await turn.onToolResult({ text, prunable: true, report: true });
@@ -293,4 +302,49 @@ test('the stub is the guest\'s (stub-scores): the same answer on both paths', as
   assert.equal(a.body, b.body);
   assert.deepEqual(a.paragraphs, b.paragraphs);
   assert.match(a.logLine, / scorer=stub$/);
+});
+
+test('the same tool with the same arguments, after its result was pruned, passes unpruned: skipped, gate repeated, a line (both forms)', async () => {
+  for (const form of ['import', 'jobs']) {
+    const log = capture();
+    const scorer = scripted();
+    const turn = pruner.conversation({ enabled: true, scorer, log }).turn(REQUEST);
+    const prune = (input) => (form === 'import' ? turn.onToolResultSync(input) : turn.onToolResult(input));
+    const first = await prune({ tool: 'fetch', text: TEXT, prunable: true, arguments: '{"url": "https://example.com/a", "n": 1}' });
+    assert.deepEqual([first.outcome, first.id], ['ok', 'P1'], form);
+    // The same arguments (as an object, keys in another order): everything, unscored.
+    const again = await prune({ tool: 'fetch', text: TEXT, prunable: true, arguments: { n: 1, url: 'https://example.com/a' } });
+    assert.deepEqual([again.outcome, again.gate, again.id, again.body === TEXT, again.scorerCalls], ['skipped', 'repeated', null, true, 0], form);
+    assert.equal(again.counts.paragraphs, null);
+    assert.equal(log.lines.length, 2, 'the repeat gate writes a line');
+    assert.match(log.lines[1], / outcome=skipped gate=repeated .*paragraphs=- /);
+    assert.equal(scorer.state.calls, 1);
+    // Another tool, other arguments, or no arguments: pruned as usual.
+    for (const other of [{ tool: 'web_fetch', arguments: '{"url": "https://example.com/a", "n": 1}' }, { tool: 'fetch', arguments: '{"url": "https://example.com/b"}' }, { tool: 'fetch' }]) {
+      assert.equal((await prune({ ...other, text: TEXT, prunable: true })).outcome, 'ok', `${form} ${JSON.stringify(other)}`);
+    }
+  }
+});
+
+test('the guest\'s work budget decides (limits.work): failed, reason=budget, the input back, the same in both forms', async () => {
+  const tight = await Pruner.load({ limits: { work: 1000 } });
+  const lines = [];
+  for (const form of ['import', 'jobs']) {
+    const log = capture();
+    const scorer = scripted();
+    const turn = tight.conversation({ enabled: true, scorer, agent: 'conformance', log }).turn(REQUEST);
+    const r = form === 'import' ? turn.onToolResultSync({ text: TEXT, prunable: true }) : await turn.onToolResult({ text: TEXT, prunable: true });
+    assert.deepEqual([r.outcome, r.body === TEXT, r.failure, scorer.state.calls], ['failed', true, null, 0], form);
+    assert.match(log.lines[0], /reason=budget/);
+    lines.push(log.lines);
+  }
+  assert.deepEqual(lines[0], lines[1]);
+  // The default budget, sized from the text, lets the same text be pruned; `work` counts the same units in both forms.
+  const turn = pruner.conversation({ enabled: true, scorer: scripted(), log: capture() }).turn(REQUEST);
+  const [a, b] = [turn.onToolResultSync({ text: TEXT, prunable: true }), await turn.onToolResult({ text: TEXT, prunable: true })];
+  assert.ok(a.counts.work > 1000);
+  assert.equal(a.counts.work, b.counts.work);
+  await assert.rejects(Pruner.load({ limits: { work: -1 } }), TypeError);
+  await assert.rejects(Pruner.load({ limits: { fuel: 5 } }), /unknown limit fuel/);
+  tight.close();
 });

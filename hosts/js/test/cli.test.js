@@ -102,6 +102,20 @@ test('stdin, --json (fields in the Rust CLI\'s order, f64 as serde_json writes t
   assert.match(raw, /\n  "threshold": 0\.3,\n/);
   assert.match(raw, /"score": (null|\d\.\d+|\d\.\d+e-\d+)[,\n]/);
   assert.equal(stderr, `${lines[0]}\n`);
+  // The bytes are the guest's rendering (report.prune-json), not the host's.
+  assert.equal(raw, `${pruner.pruneJson(r, 'offline')}\n`);
+});
+
+test('prune --json, split and split --json print the guest\'s report exports byte for byte, also for a host failure', async () => {
+  const text = readShared('cases/wrapper-ascii-escaped.json');
+  const table = await run(['split', '-'], text);
+  assert.equal(table.stdout.toString('utf8'), pruner.split(text));
+  const json = await run(['split', '--json', '-'], text);
+  assert.equal(json.stdout.toString('utf8'), `${pruner.split(text, { json: true })}\n`);
+  // A host failure has no guest answer: the report says why (reason, limit).
+  const failed = { outcome: 'failed', failure: { reason: 'guest_trap', limit: 'wall_time' } };
+  const report = JSON.parse(pruner.pruneJson(failed, 'offline'));
+  assert.deepEqual([report.outcome, report.reason, report.limit, report.counts], ['failed', 'guest_trap', 'wall_time', null]);
 });
 
 test('split shows pruner.inspect: the shape line and a row per unit, or JSON', async () => {

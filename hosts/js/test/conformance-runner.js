@@ -1,10 +1,27 @@
 // The Node runner of the conformance suite (tests/conformance/README.md):
 // every scenario, unchanged, through this host's public API and its own
-// loopback Jev server; each step's result as the JSON the README defines,
-// compared with the hand-written expectations and, byte for byte (after the
-// README's one normalisation), with the results the Rust host generated
-// (expected/NAME.json). The Rust runner is tests/src/conformance.rs; this
-// one mirrors it step for step.
+// loopback Jev server, in both forms — `import` (the sync API:
+// `onToolResultSync` / `routeSync`, one guest call whose `scorer` import
+// this thread answers with `scoreSync`) and `jobs` (the async API) — each
+// step's result as the JSON the README defines, compared with the
+// hand-written expectations and, byte for byte (after the README's one
+// normalisation), with the results the Rust host generated
+// (expected/NAME.json), the same file for both forms. The Rust runner is
+// tests/src/conformance.rs; this one mirrors it step for step.
+//
+// Every scorer the runner makes counts how often it is asked: a step fails
+// when one result's scorer is asked twice, or at all for a result stopped
+// by a gate or scored by the guest itself (offline, stub).
+//
+// Node specifics of the import form (the README's per-host notes):
+// - a blocking scorer cannot be interrupted and this thread's timers do
+//   not fire while it blocks: the runner's waiting scorers (`delay_ms`,
+//   `hangs`) block in slices and stop when the host's deadline has passed
+//   (the host then discards the late answer: `timeout`), and a turn's
+//   `cancel_after_ms` is fired by them from inside the block when it is
+//   due (as a user's own code would abort);
+// - the Jev transport is async only (`fetch` cannot block), so a step
+//   whose scorer is `{"jev": …}` runs the async API in both forms.
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -100,7 +117,9 @@ function pruned(result, log) {
     calls: c.calls,
     jev_tokens: c.jevTokens,
     ms: c.ms === null ? null : '*',
+    work: c.work,
   };
+  out.scorer_calls = result.scorerCalls;
   out.ratio = result.ratio;
   out.threshold = result.threshold;
   out.served_model = result.servedModel;
@@ -121,13 +140,33 @@ function answer(spec) {
   throw new Error(`unknown ANSWER ${JSON.stringify(spec)}`);
 }
 
+const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
+
 /**
- * `{"scripted": …}`: a custom scorer named `scripted`. It has a blocking
- * form when it does not wait (so a `prune` step takes the blocking path,
- * as the README asks); a waiting one is async, its wait ended only by the
- * host giving up.
+ * Blocks this thread up to `ms`, in slices, firing a due turn
+ * cancellation (`fire()`) and stopping early when `stop()` holds. Returns
+ * whether the whole time passed.
  */
-function scripted(spec) {
+function block(ms, stop, fire) {
+  const until = performance.now() + ms;
+  for (;;) {
+    fire();
+    if (stop()) return false;
+    const left = until - performance.now();
+    if (left <= 0) return true;
+    Atomics.wait(SLEEPER, 0, 0, Math.min(left, 5));
+  }
+}
+
+/** The host has given up on a blocking scorer: its signal aborted, or its deadline passed. */
+const givenUp = (context) => context.signal.aborted || context.remainingMs() === 0;
+
+/**
+ * `{"scripted": …}`: a custom scorer named `scripted`, with both forms: an
+ * async `score` whose wait only the host's giving up ends, and a blocking
+ * `scoreSync` (the import form) that waits in slices (see the header).
+ */
+function scripted(spec, live) {
   const fallback = spec.default === undefined ? 1.0 : spec.default;
   const scores = spec.scores ?? {};
   const batches = spec.batches ?? {};
@@ -138,15 +177,17 @@ function scripted(spec) {
         ? answer(batches[String(b)])
         : { scores: Array.from(batch.paragraphs, (n) => (Object.hasOwn(scores, String(n)) ? scores[String(n)] : fallback)) },
     );
-  const scorer = {
+  return {
     name: 'scripted',
     async score(request, { signal }) {
       if (wait > 0) await delay(wait, undefined, { signal }).catch(() => {});
       return answers(request);
     },
+    scoreSync(request, context) {
+      if (wait > 0) block(wait, () => givenUp(context), live.fire);
+      return answers(request);
+    },
   };
-  if (wait === 0) scorer.scoreSync = answers;
-  return scorer;
 }
 
 /** One Jev RESPONSE of the README for the request body `body`. */
@@ -203,43 +244,89 @@ async function jevServer(spec) {
 /**
  * A SCORER of the README, and the server when it is `{"jev": …}` (the Jev
  * transport configured as users configure it: variables resolved by the
- * guest, the token in the variable the guest names).
+ * guest, the token in the variable the guest names). Host scorers are
+ * wrapped to count how often they are asked (`asked.n`).
  */
-async function scoring(pruner, spec, servers) {
+async function scoring(pruner, spec, servers, live) {
   if (spec === 'offline' || spec === 'stub') return { scorer: spec, server: null };
-  if (spec.scripted !== undefined) return { scorer: scripted(spec.scripted), server: null };
-  if (spec.throws !== undefined) {
+  let scorer;
+  let server = null;
+  if (spec.scripted !== undefined) {
+    scorer = scripted(spec.scripted, live);
+  } else if (spec.throws !== undefined) {
     const fail = () => {
       throw new Error(spec.throws);
     };
-    return { scorer: { name: 'scripted', score: async () => fail(), scoreSync: fail }, server: null };
-  }
-  if (spec.hangs !== undefined) {
+    scorer = { name: 'scripted', score: async () => fail(), scoreSync: fail };
+  } else if (spec.hangs !== undefined) {
     const hang = (_request, { signal }) =>
       new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
-    return { scorer: { name: 'scripted', score: hang }, server: null };
-  }
-  if (spec.jev !== undefined) {
-    const server = await jevServer(spec.jev);
+    const hangSync = (_request, context) => {
+      block(Number.POSITIVE_INFINITY, () => givenUp(context), live.fire);
+      throw new Error('stopped');
+    };
+    scorer = { name: 'scripted', score: hang, scoreSync: hangSync };
+  } else if (spec.jev !== undefined) {
+    server = await jevServer(spec.jev);
     servers.push(server);
     const vars = { TOOLPRUNE_JEV_ROUTE: 'typesafe', TOOLPRUNE_JEV_BASE_URL: server.url };
     const config = pruner.config(vars);
-    const scorer = JevScorer.fromConfig(config, { ...vars, [config.tokenVariable]: 'conformance-token' });
-    return { scorer, server };
+    const jev = JevScorer.fromConfig(config, { ...vars, [config.tokenVariable]: 'conformance-token' });
+    scorer = { name: jev.name, jevModel: jev.jevModel, score: (request, context) => jev.score(request, context) };
+  } else {
+    throw new Error(`unknown SCORER ${JSON.stringify(spec)}`);
   }
-  throw new Error(`unknown SCORER ${JSON.stringify(spec)}`);
+  return { scorer: counted(scorer, live), server };
+}
+
+/** `scorer` with `score` / `scoreSync` counted in `live.asked` (one count per ask, whichever form). */
+function counted(scorer, live) {
+  const out = { name: scorer.name, jevModel: scorer.jevModel };
+  if (scorer.score) {
+    out.score = (request, context) => {
+      live.asked += 1;
+      return scorer.score(request, context);
+    };
+  }
+  if (scorer.scoreSync) {
+    out.scoreSync = (request, context) => {
+      live.asked += 1;
+      return scorer.scoreSync(request, context);
+    };
+  }
+  return out;
 }
 
 // ----- steps -----
 
+/** The forms every scenario runs in (README: both against the same expected/). */
+export const FORMS = ['import', 'jobs'];
+
 async function load(spec) {
   const limits = spec?.limits ?? {};
   return Pruner.load({
-    limits: { wallMs: limits.wall_ms, memoryBytes: limits.memory_bytes },
+    limits: { wallMs: limits.wall_ms, memoryBytes: limits.memory_bytes, work: limits.work },
   });
 }
 
-async function conversation(pruner, spec, servers) {
+/**
+ * What the runner's scorers share in one scenario: `asked` counts the
+ * asks of every host scorer; `fire()` aborts the current turn when its
+ * `cancel_after_ms` is due (called by the blocking scorers, see the header).
+ */
+function scenarioState() {
+  const state = {
+    asked: 0,
+    cancel: null,
+    fire: () => {
+      const c = state.cancel;
+      if (c && !c.controller.signal.aborted && performance.now() >= c.at) c.controller.abort();
+    },
+  };
+  return state;
+}
+
+async function conversation(pruner, spec, servers, state) {
   const log = [];
   const options = { log: (line) => log.push(line) };
   if (spec.enabled !== undefined) options.enabled = spec.enabled;
@@ -247,11 +334,13 @@ async function conversation(pruner, spec, servers) {
   if (spec.lang !== undefined) options.lang = spec.lang;
   if (spec.agent !== undefined) options.agent = spec.agent;
   let server = null;
-  if (spec.scorer !== undefined) ({ scorer: options.scorer, server } = await scoring(pruner, spec.scorer, servers));
+  let scorerSpec;
+  if (spec.scorer !== undefined) ({ scorer: options.scorer, server } = await scoring(pruner, spec.scorer, servers, state));
+  if (spec.scorer !== undefined) scorerSpec = spec.scorer;
   if (spec.store !== undefined) options.store = { maxRecords: spec.store.max_records, maxChars: spec.store.max_chars };
   if (spec.deadline_cap_ms !== undefined) options.deadlineCapMs = spec.deadline_cap_ms;
   if (spec.jev_model !== undefined) options.jevModel = spec.jev_model;
-  return { conversation: pruner.conversation(options), scorer: options.scorer, log, seen: 0, server };
+  return { conversation: pruner.conversation(options), scorer: options.scorer, scorerSpec, log, seen: 0, server };
 }
 
 function newLines(live) {
@@ -260,8 +349,8 @@ function newLines(live) {
   return fresh;
 }
 
-async function toolResult(pruner, spec, servers) {
-  const own = spec.scorer === undefined ? { scorer: undefined, server: null } : await scoring(pruner, spec.scorer, servers);
+async function toolResult(pruner, spec, servers, state) {
+  const own = spec.scorer === undefined ? { scorer: undefined, server: null } : await scoring(pruner, spec.scorer, servers, state);
   return {
     result: {
       tool: spec.tool ?? 'fetch',
@@ -270,7 +359,9 @@ async function toolResult(pruner, spec, servers) {
       prunable: spec.prunable ?? true,
       report: spec.report ?? false,
       scorer: own.scorer,
+      arguments: spec.arguments,
     },
+    scorerSpec: spec.scorer,
     server: own.server,
   };
 }
@@ -301,10 +392,31 @@ async function routed(decide) {
   }
 }
 
-/** Whether this host has a blocking path for the result's scorer (offline, stub, a scorer with `scoreSync`). */
-function blocking(live, result) {
-  const scorer = result.scorer ?? live.scorer;
+/** Whether a step takes the sync API in the import form: every scorer but the Jev transport (async only). */
+function blocking(scorer) {
   return scorer === undefined || typeof scorer === 'string' || typeof scorer.scoreSync === 'function';
+}
+
+/** Whether `spec` (a SCORER, or undefined: the conversation's) is scored in the guest: no host scorer may be asked. */
+function guestScored(spec) {
+  return spec === undefined || spec === 'offline' || spec === 'stub';
+}
+
+/** Outcomes that never reach a scorer (README: a gated result). */
+const UNSCORED = new Set(['skipped', 'structured', 'no_basis']);
+
+/**
+ * The README's scorer rules for one PRUNED (`asked`: how often the host
+ * scorers were asked meanwhile; `spec`: the result's SCORER): never more
+ * than once, never for a gated result or one the guest scored itself, and
+ * never more often than the host reports. A message, or null.
+ */
+function scorerRule(result, asked, spec, at) {
+  if (result.scorer_calls > 1) return `${at}: scorer_calls ${result.scorer_calls}: the scorer was asked more than once for one result`;
+  if (asked > result.scorer_calls) return `${at}: the scorer was asked ${asked} times, the host reports ${result.scorer_calls}`;
+  if (asked > 0 && UNSCORED.has(result.outcome)) return `${at}: the scorer was asked for a ${result.outcome} result`;
+  if (asked > 0 && guestScored(spec)) return `${at}: the scorer was asked for a result the guest scores (${spec ?? 'offline'})`;
+  return null;
 }
 
 /** CLI of the README: `node bin/toolprune.mjs` in tests/conformance/, with the step's arguments, stdin and environment. */
@@ -333,19 +445,26 @@ function cli(spec) {
   });
 }
 
-/** Runs one scenario: one result per step. Throws on a malformed scenario. */
-export async function run(scenario) {
+/**
+ * Runs one scenario in `form` (`import` or `jobs`): one result per step.
+ * Throws on a malformed scenario, and when a scorer rule is broken
+ * (`scorerRule`).
+ */
+export async function run(scenario, form = 'jobs') {
+  if (!FORMS.includes(form)) throw new Error(`unknown form ${form}`);
   const servers = [];
+  const state = scenarioState();
   const pruner = await load(scenario.pruner);
   try {
-    let live = await conversation(pruner, scenario.conversation ?? {}, servers);
+    let live = await conversation(pruner, scenario.conversation ?? {}, servers, state);
     let turn = null;
     const results = [];
-    for (const step of scenario.steps) {
+    for (const [index, step] of scenario.steps.entries()) {
       let result;
+      const at = `step ${index} (${form})`;
       if (step.conversation !== undefined) {
         try {
-          live = await conversation(pruner, step.conversation, servers);
+          live = await conversation(pruner, step.conversation, servers, state);
           turn = null;
           result = { ok: true };
         } catch (error) {
@@ -355,26 +474,38 @@ export async function run(scenario) {
       } else if (step.turn !== undefined) {
         const ms = step.turn.cancel_after_ms;
         let signal;
+        state.cancel = null;
         if (ms !== undefined) {
           const controller = new AbortController();
           setTimeout(() => controller.abort(), ms);
+          state.cancel = { controller, at: performance.now() + ms };
           signal = controller.signal;
         }
         turn = live.conversation.turn(text(step.turn.request), { signal });
         result = { ok: true };
       } else if (step.prune !== undefined || step.prune_async !== undefined) {
-        const { result: input, server: own } = await toolResult(pruner, step.prune ?? step.prune_async, servers);
+        const { result: input, server: own, scorerSpec } = await toolResult(pruner, step.prune ?? step.prune_async, servers, state);
         const server = own ?? live.server;
         const before = server?.requests ?? 0;
-        const sync = step.prune !== undefined && blocking(live, input);
+        const askedBefore = state.asked;
+        const sync = form === 'import' && step.prune !== undefined && blocking(input.scorer ?? live.scorer);
         const r = sync ? turn.onToolResultSync(input) : await turn.onToolResult(input);
         result = pruned(r, newLines(live));
         if (server) result.requests = server.requests - before;
+        const problem = scorerRule(result, state.asked - askedBefore, scorerSpec ?? live.scorerSpec, at);
+        if (problem) throw new Error(problem);
       } else if (step.concurrent !== undefined) {
-        const inputs = await Promise.all(step.concurrent.map((s) => toolResult(pruner, s, servers)));
+        const inputs = await Promise.all(step.concurrent.map((s) => toolResult(pruner, s, servers, state)));
+        const askedBefore = state.asked;
         const outputs = await Promise.all(inputs.map(({ result: input }) => turn.onToolResult(input)));
         newLines(live);
         result = outputs.map((r) => pruned(r, r.logLine === null ? [] : [r.logLine]));
+        for (const [i, r] of result.entries()) {
+          const problem = scorerRule(r, 0, inputs[i].scorerSpec ?? live.scorerSpec, `${at}[${i}]`);
+          if (problem) throw new Error(problem);
+        }
+        const reported = result.reduce((n, r) => n + r.scorer_calls, 0);
+        if (state.asked - askedBefore > reported) throw new Error(`${at}: the scorers were asked ${state.asked - askedBefore} times for ${reported} reported calls`);
       } else if (step.omitted !== undefined) {
         const a = live.conversation.omitted(step.omitted);
         result = { outcome: a.outcome };
@@ -401,13 +532,18 @@ export async function run(scenario) {
         result = { prunable: pruner.isPrunable(step.is_prunable.names ?? step.is_prunable.tool, step.is_prunable.globs) };
       } else if (step.route !== undefined) {
         const spec = step.route;
-        result = await routed(() => pruner.route(text(spec.rules), spec.message, { answers: text(spec.answers), jevModel: spec.jev_model, log: routeLog }));
+        const options = { answers: text(spec.answers), jevModel: spec.jev_model, log: routeLog };
+        result = await routed(() => (form === 'import' ? pruner.routeSync(text(spec.rules), spec.message, options) : pruner.route(text(spec.rules), spec.message, options)));
       } else if (step.route_live !== undefined) {
         const spec = step.route_live;
-        const { scorer, server } = await scoring(pruner, spec.scorer, servers);
+        const { scorer, server } = await scoring(pruner, spec.scorer, servers, state);
         const before = server?.requests ?? 0;
-        result = await routed(() => pruner.route(text(spec.rules), spec.message, { scorer, jevModel: spec.jev_model, log: routeLog }));
+        const askedBefore = state.asked;
+        const options = { scorer, jevModel: spec.jev_model, log: routeLog };
+        const sync = form === 'import' && blocking(scorer);
+        result = await routed(() => (sync ? pruner.routeSync(text(spec.rules), spec.message, options) : pruner.route(text(spec.rules), spec.message, options)));
         if (server) result.requests = server.requests - before;
+        if (state.asked - askedBefore > 1) throw new Error(`${at}: the judge's scorer was asked ${state.asked - askedBefore} times for one message`);
       } else if (step.cli !== undefined) {
         result = await cli(step.cli);
       } else {

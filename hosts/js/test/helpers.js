@@ -66,12 +66,13 @@ export function scripted({ ms = 0, score = (n) => (n % 2 ? 0 : 1), name = 'scrip
 }
 
 /**
- * A copy of the built bindings (gen/) whose guest loops forever in
- * `export`'s function (a core export name containing it, e.g.
- * `[constructor]prune-job`): a guest no fuel could stop in Node. Made with
- * jco's print / parse; resolves to the directory (remove it after).
+ * A copy of the built bindings (gen/) whose guest loops forever in each
+ * of the exports named (core export names containing them, e.g.
+ * `[constructor]prune-job`, `#prune"`): a guest no fuel could stop in
+ * Node. Made with jco's print / parse; resolves to the directory (remove
+ * it after).
  */
-export async function loopingGen(exportName) {
+export async function loopingGen(...exportNames) {
   const { cpSync, mkdtempSync, readdirSync, readFileSync: read, writeFileSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { spawnSync } = await import('node:child_process');
@@ -79,7 +80,7 @@ export async function loopingGen(exportName) {
   const dir = mkdtempSync(join(tmpdir(), 'toolprune-looping-'));
   cpSync(join(pkg, 'gen'), dir, { recursive: true });
   const jco = join(pkg, 'node_modules', '.bin', 'jco');
-  const core = readdirSync(dir).find((f) => f.endsWith('.wasm') && read(join(dir, f)).includes(Buffer.from(exportName)));
+  const core = readdirSync(dir).find((f) => f.endsWith('.wasm') && read(join(dir, f)).includes(Buffer.from(exportNames[0].replaceAll('"', ''))));
   const wat = join(dir, 'core.wat');
   const run = (...args) => {
     const r = spawnSync(jco, args, { encoding: 'utf8' });
@@ -87,11 +88,13 @@ export async function loopingGen(exportName) {
   };
   run('print', join(dir, core), '-o', wat);
   const lines = read(wat, 'utf8').split('\n');
-  const exported = lines.find((l) => l.includes('(export "') && l.includes(exportName) && !l.includes('cabi_post'));
-  const index = /\(func (\d+)\)\)$/.exec(exported)[1];
-  let at = lines.findIndex((l) => l.startsWith(`  (func (;${index};)`)) + 1;
-  while (lines[at].trimStart().startsWith('(local')) at += 1;
-  lines.splice(at, 0, '    loop', '      br 0', '    end');
+  for (const exportName of exportNames) {
+    const exported = lines.find((l) => l.includes('(export "') && l.includes(exportName) && !l.includes('cabi_post'));
+    const index = /\(func (\d+)\)\)$/.exec(exported)[1];
+    let at = lines.findIndex((l) => l.startsWith(`  (func (;${index};)`)) + 1;
+    while (lines[at].trimStart().startsWith('(local')) at += 1;
+    lines.splice(at, 0, '    loop', '      br 0', '    end');
+  }
   writeFileSync(wat, lines.join('\n'));
   run('parse', wat, '-o', join(dir, core));
   return dir;

@@ -120,6 +120,30 @@ describe('the judge-job resource with a scorer', () => {
     assert.equal(body.model, 'jev-test');
   });
 
+  test('routeSync: one judge.decide call whose scorer import a blocking scorer answers; the same decision and line as the job', async () => {
+    const requests = [];
+    const lines = [];
+    const scorer = {
+      name: 'jev',
+      jevModel: 'jev-test',
+      scoreSync(request) {
+        requests.push(request);
+        return [{ jevResponse: fixture('answers.json') }];
+      },
+    };
+    const viaImport = pruner.routeSync(RULES, MESSAGE, { scorer, log: (l) => lines.push(l) });
+    assert.deepEqual(viaImport, await route('answers.json'));
+    assert.equal(requests.length, 1, 'the scorer is asked once per message');
+    assert.equal(JSON.parse(requests[0].batches[0].jevBody).model, 'jev-test');
+    assert.deepEqual(lines, [viaImport.logLine]);
+    // Failures are answers on this path too: a scorer that throws fails the batch (network), never a trap.
+    const down = pruner.routeSync(RULES, MESSAGE, { scorer: { name: 'jev', scoreSync: () => { throw new Error('down'); } }, log: () => {} });
+    assert.deepEqual([down.verdict, down.reason], ['failed', 'network']);
+    // An async-only scorer cannot block: a TypeError (use await pruner.route).
+    assert.throws(() => pruner.routeSync(RULES, MESSAGE, { scorer: { name: 'jev', score: async () => [] }, log: () => {} }), TypeError);
+    assert.throws(() => pruner.routeSync('x', MESSAGE, { answers: fixture('answers.json'), log: () => {} }), RulesError);
+  });
+
   test('an HTTP failure is failed; a cancelled call is failed cancelled; a hanging one times out', async () => {
     const http = await pruner.route(RULES, MESSAGE, { scorer: { name: 'jev', score: async () => [{ failed: { http: 503 } }] }, log: () => {} });
     assert.equal(http.verdict, 'failed');

@@ -40,9 +40,12 @@ async function plugin(extra) {
 const say = (hooks, sessionID, text) =>
   hooks['chat.message']({ sessionID }, { message: { role: 'user', sessionID }, parts: [{ type: 'text', text }] });
 
-async function fetched(hooks, sessionID, text, tool = 'docs_fetch') {
+let fetches = 0;
+
+/** A `tool.execute.after` of `tool` with `args` (default: a URL of its own, so that no call repeats another). */
+async function fetched(hooks, sessionID, text, tool = 'docs_fetch', args = { url: `http://127.0.0.1/page/${(fetches += 1)}` }) {
   const output = { content: [{ type: 'text', text }], isError: false };
-  await hooks['tool.execute.after']({ tool, sessionID, callID: 'call_1', args: { url: 'http://127.0.0.1/x' } }, output);
+  await hooks['tool.execute.after']({ tool, sessionID, callID: `call_${fetches}`, args }, output);
   return output;
 }
 
@@ -71,7 +74,9 @@ describe('the OpenCode plugin', () => {
     const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8'));
     assert.equal(state.count, 1);
     const record = JSON.parse(readFileSync(join(dir, 'P1.json'), 'utf8'));
-    assert.deepEqual(Object.keys(record), ['id', 'chars', 'data']);
+    assert.deepEqual(Object.keys(record), ['id', 'chars', 'call', 'data']);
+    assert.deepEqual(state.calls, { 1: record.call }, 'the index holds the call key, as the Rust CLI writes it');
+    assert.match(record.call, /^[0-9a-f]{32}$/, 'a key of the call, never its arguments');
     assert.equal(JSON.parse(readFileSync(join(dir, 'request.json'), 'utf8')).request, REQUEST);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
     assert.equal(statSync(join(dir, 'P1.json')).mode & 0o777, 0o600);
@@ -79,6 +84,31 @@ describe('the OpenCode plugin', () => {
     const log = readFileSync(join(process.env.TOOLPRUNE_STORE_DIR, 'toolprune.log'), 'utf8');
     assert.match(log, /^\d+ session=[0-9a-f]{16} id=P1 tool prune: agent=opencode name=docs_fetch outcome=ok /m);
     assert.ok(!log.includes('nvm alias default'), 'no text in the log');
+  });
+
+  test('the same call again after its result was pruned passes unpruned (gate repeated, a log line), also in a new plugin', async () => {
+    const hooks = await plugin();
+    await say(hooks, 'ses_rep', REQUEST);
+    const args = { url: 'http://127.0.0.1/nvm', max_length: 50000 };
+    assert.match((await fetched(hooks, 'ses_rep', PAGE, 'docs_fetch', args)).content[0].text, /id=P1(?!\d)/);
+    // The model asks again (keys in another order: the same arguments): it gets everything.
+    const again = await fetched(hooks, 'ses_rep', PAGE, 'docs_fetch', { max_length: 50000, url: 'http://127.0.0.1/nvm' });
+    assert.equal(again.content[0].text, PAGE);
+    // A process started later (`opencode run --continue`) knows it from the store.
+    const later = await ToolprunePlugin({}, {});
+    await later.config?.({ mcp: { docs: { type: 'local', command: ['x'] } } });
+    assert.equal((await fetched(later, 'ses_rep', PAGE, 'docs_fetch', args)).content[0].text, PAGE);
+    // Other arguments, or another session, are pruned as usual.
+    assert.match((await fetched(hooks, 'ses_rep', PAGE, 'docs_fetch', { url: 'http://127.0.0.1/other' })).content[0].text, /id=P2(?!\d)/);
+    await say(hooks, 'ses_rep2', REQUEST);
+    assert.match((await fetched(hooks, 'ses_rep2', PAGE, 'docs_fetch', args)).content[0].text, /id=P1(?!\d)/);
+    const log = readFileSync(join(process.env.TOOLPRUNE_STORE_DIR, 'toolprune.log'), 'utf8').split('\n');
+    const repeats = log.filter((l) => / name=docs_fetch outcome=skipped /.test(l));
+    assert.equal(repeats.length, 2, log.join('\n'));
+    for (const line of repeats) {
+      assert.match(line, /^\d+ session=[0-9a-f]{16} tool prune: agent=opencode name=docs_fetch outcome=skipped gate=repeated .*paragraphs=- /);
+      assert.ok(!line.includes('nvm') && !line.includes('50000'), 'no arguments in the log');
+    }
   });
 
   test('omitted answers the dropped text verbatim from the store, also from another process (a new plugin)', async () => {
@@ -264,13 +294,41 @@ describe('resultStore (a conversation keeping its records elsewhere)', () => {
     pruner.close();
   });
 
+  test('call keys live in the index as the Rust CLI keeps them: evicted with their records, dropped at the end, read from a Rust-written state', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolprune-calls-'));
+    const root = new Root(join(dir, 'store'));
+    const session = root.session('test', 'calls', { maxRecords: 2, maxChars: 1000 });
+    const rec = (n, call) => ({ id: `P${n}`, chars: 10n, call, data: `d${n}` });
+    session.push(rec(1, 'key1'));
+    session.push(rec(2, undefined));
+    assert.deepEqual(session.calls(), ['key1']);
+    session.push(rec(3, 'key3'));
+    assert.deepEqual(session.calls(), ['key3'], 'P1 was evicted, and its key with it');
+    const state = JSON.parse(readFileSync(join(session.path, 'state.json'), 'utf8'));
+    assert.deepEqual(state, { count: 3, records: [[2, 10], [3, 10]], calls: { 3: 'key3' } });
+    assert.equal(session.find('P3').call, 'key3');
+    // Another process (a new Session on the same directory) sees the same keys.
+    assert.deepEqual(root.existingSession('test', 'calls').calls(), ['key3']);
+    session.end();
+    assert.deepEqual(session.calls(), []);
+    assert.deepEqual(JSON.parse(readFileSync(join(session.path, 'state.json'), 'utf8')), { count: 3, records: [] });
+    // A state the Rust CLI wrote (cli/src/store.rs: `calls` keyed by the number as text).
+    const rust = root.session('test', 'rust');
+    writeFileSync(join(rust.path, 'state.json'), '{"count":2,"records":[[1,5],[2,7]],"calls":{"2":"abc"}}');
+    assert.deepEqual(rust.calls(), ['abc']);
+    writeFileSync(join(rust.path, 'state.json'), '{"count":2,"records":[[1,5],[2,7]],"calls":{"2":7}}');
+    assert.throws(() => rust.calls(), /corrupt/);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   test('results scored at once by a slow scorer get distinct ids in the store, in the order they finish', async () => {
     const pruner = await Pruner.load();
     const dir = mkdtempSync(join(tmpdir(), 'toolprune-rs-'));
     const session = new Root(join(dir, 'store')).session('test', 's2');
     const c = pruner.conversation({ enabled: true, resultStore: session, log: () => {} });
     const turn = c.turn(NOTES_REQUEST);
-    const results = await Promise.all([40, 10, 25].map((ms) => turn.onToolResult({ tool: 'fetch', prunable: true, text: notes(40), scorer: scripted({ ms }) })));
+    // Delays far apart: the guest calls that start each result take tens of ms on a loaded machine.
+    const results = await Promise.all([600, 100, 350].map((ms) => turn.onToolResult({ tool: 'fetch', prunable: true, text: notes(40), scorer: scripted({ ms }) })));
     assert.deepEqual(results.map((r) => r.id), ['P3', 'P1', 'P2']);
     assert.equal(session.count(), 3);
     for (const r of results) assert.equal(session.find(r.id).id, r.id);

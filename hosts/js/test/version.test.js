@@ -1,15 +1,17 @@
 // The version check before instantiation (host design rule 8): every
-// `toolprune:pruner/*` export must carry 0.2.x, else `Pruner.load` refuses
+// `toolprune:pruner/*` export must carry 0.3.x, else `Pruner.load` refuses
 // with a message naming both versions. The components under test are the
-// real one with its package version rewritten (`@0.2.0` → `@0.3.0` /
-// `@0.2.7`, same length, so the binary stays valid) and transpiled by the
-// package's own build script.
+// refusal stand-in `dist/contract-0.2.0.wasm` (wit/since_v0.2.0 with a
+// dummy core module, written by `toolprune-dist`; transpiled by jco as it
+// is: it has no memory to bound) and the real one with its package version
+// rewritten (`@0.3.0` → `@0.3.7`, same length, so the binary stays valid),
+// transpiled by the package's own build script.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -19,13 +21,15 @@ import { ROOT } from './helpers.js';
 
 const BUILD = fileURLToPath(new URL('../scripts/build.mjs', import.meta.url));
 const COMPONENT = process.env.TOOLPRUNE_WASM ?? join(ROOT, 'dist', 'toolprune.wasm');
+const CONTRACT_0_2 = join(dirname(COMPONENT), 'contract-0.2.0.wasm');
+const JCO = fileURLToPath(new URL('../node_modules/.bin/jco', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'toolprune-version-'));
 
-/** The component with every `@0.2.0` renamed `@VERSION`, transpiled into a directory of its own. */
+/** The component with every `@0.3.0` renamed `@VERSION`, transpiled into a directory of its own. */
 function build(version) {
   const wasm = join(work, `toolprune-${version}.wasm`);
   const bytes = readFileSync(COMPONENT);
-  const from = Buffer.from('@0.2.0');
+  const from = Buffer.from('@0.3.0');
   const to = Buffer.from(`@${version}`);
   assert.equal(to.length, from.length);
   const parts = [];
@@ -47,23 +51,26 @@ let other;
 let patch;
 
 before(() => {
-  if (!existsSync(COMPONENT)) return;
-  other = build('0.3.0');
-  patch = build('0.2.7');
+  if (existsSync(CONTRACT_0_2)) {
+    other = join(work, 'gen-0.2.0');
+    const r = spawnSync(JCO, ['transpile', CONTRACT_0_2, '-o', other, '--name', 'toolprune', '--instantiation', 'sync', '--no-wasi-shim', '-q'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  }
+  if (existsSync(COMPONENT)) patch = build('0.3.7');
 });
 
 after(() => rmSync(work, { recursive: true, force: true }));
 
-test('a component of another contract version is refused before instantiation, naming both versions', { skip: !existsSync(COMPONENT) && 'no dist/toolprune.wasm' }, async () => {
+test('a component of contract 0.2 is refused before instantiation, naming both versions', { skip: !existsSync(CONTRACT_0_2) && 'no dist/contract-0.2.0.wasm' }, async () => {
   await assert.rejects(Pruner.load({ genDir: other }), (error) => {
     assert.ok(error instanceof VersionError);
-    assert.equal(error.message, `toolprune: this component implements contract 0.3.0, this host needs ${CONTRACT}.x (rebuild or reinstall toolprune)`);
-    assert.equal(error.found, '0.3.0');
+    assert.equal(error.message, 'toolprune: this component implements contract 0.2.0, this host needs 0.3.x (rebuild or reinstall toolprune)');
+    assert.equal(error.found, '0.2.0');
     return true;
   });
 });
 
-test('another patch version of 0.2 is accepted', { skip: !existsSync(COMPONENT) && 'no dist/toolprune.wasm' }, async () => {
+test('another patch version of 0.3 is accepted', { skip: !existsSync(COMPONENT) && 'no dist/toolprune.wasm' }, async () => {
   const pruner = await Pruner.load({ genDir: patch });
   assert.equal(pruner.isPrunable('WebFetch', ['WebFetch']), true);
   pruner.close();
@@ -107,15 +114,15 @@ function moduleExporting(names) {
   return new WebAssembly.Module(new Uint8Array(bytes));
 }
 
-test('the version is read from both manglings of core names: legacy (`@0.2.0#`) and standard (`cm32p2|…@0.2|`)', () => {
-  const legacy = moduleExporting(['toolprune:pruner/settings@0.2.0#version', 'toolprune:pruner/pruner@0.2.0#[constructor]prune-job']);
-  assert.deepEqual(checkVersion(new Map([['legacy', legacy]])), ['0.2.0']);
-  const standard = moduleExporting(['cm32p2|toolprune:pruner/settings@0.2|version', 'cm32p2|toolprune:pruner/settings@0.2|version_post']);
-  assert.deepEqual(checkVersion(new Map([['standard', standard]])), ['0.2']);
-  const old = moduleExporting(['cm32p2|toolprune:pruner/settings@0.1|version', 'cm32p2|toolprune:pruner/pruner@0.1|[method]prune-job.finish']);
+test('the version is read from both manglings of core names: legacy (`@0.3.0#`) and standard (`cm32p2|…@0.3|`)', () => {
+  const legacy = moduleExporting(['toolprune:pruner/settings@0.3.0#version', 'toolprune:pruner/pruner@0.3.0#[constructor]prune-job']);
+  assert.deepEqual(checkVersion(new Map([['legacy', legacy]])), ['0.3.0']);
+  const standard = moduleExporting(['cm32p2|toolprune:pruner/settings@0.3|version', 'cm32p2|toolprune:pruner/settings@0.3|version_post']);
+  assert.deepEqual(checkVersion(new Map([['standard', standard]])), ['0.3']);
+  const old = moduleExporting(['cm32p2|toolprune:pruner/settings@0.2|version', 'cm32p2|toolprune:pruner/pruner@0.2|[method]prune-job.finish']);
   assert.throws(() => checkVersion(new Map([['old', old]])), (error) => {
     assert.ok(error instanceof VersionError);
-    assert.equal(error.message, `toolprune: this component implements contract 0.1, this host needs ${CONTRACT}.x (rebuild or reinstall toolprune)`);
+    assert.equal(error.message, `toolprune: this component implements contract 0.2, this host needs ${CONTRACT}.x (rebuild or reinstall toolprune)`);
     return true;
   });
 });
