@@ -1146,11 +1146,11 @@ class Turn:
         _require_str("tool", tool)
         _arguments_text(arguments)
 
-        def start() -> Union[_Job, PruneResult]:
+        def begin() -> Union[_Job, PruneResult]:
             ready = conv._prepare(self.request, tool, text, ok, prunable, report, scorer, arguments)
             return ready if isinstance(ready, PruneResult) else conv._start(ready)
 
-        starting = asyncio.ensure_future(asyncio.to_thread(start))
+        starting = asyncio.ensure_future(asyncio.to_thread(begin))
         try:
             job = await asyncio.shield(starting)
         except asyncio.CancelledError:
