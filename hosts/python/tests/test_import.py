@@ -148,3 +148,31 @@ def test_the_judge_decides_in_the_chosen_form_with_one_scorer_call(pruner: Prune
     decision = pruner.route(RULES, MESSAGE, scorer=scorer, log=Log(), form=form)
     assert decision == route(pruner, "answers.json", Log()) and len(scorer.requests) == 1
     assert export in calls and ("decide" in calls) == (form == "import")
+
+
+@pytest.mark.parametrize("form", ["import", "jobs", "asyncio"])
+def test_the_work_budget_decides_the_same_in_every_form(pruner: Pruner, form: str) -> None:
+    """SPEC §7: the guest's own budget, not the machine's speed, stops a
+    result: `Limits(work=…)` reaches the guest as `work-budget`; past it the
+    result is `failed`, raw, with `reason=budget`, and no scorer was asked."""
+    import asyncio
+
+    from toolprune import Limits
+
+    text = note_text()
+    scorer = odd_drop()
+    done = pruner.conversation(enabled=True, scorer=odd_drop(), log=Log(), form="jobs" if form == "jobs" else "import")
+    full = done.turn(REQUEST).on_tool_result(tool="fetch", text=text, prunable=True)
+    assert full.outcome == "ok" and full.counts is not None and full.counts.work > len(text)
+    log = Log()
+    conversation = pruner.conversation(
+        enabled=True, scorer=scorer, log=log, limits=Limits(work=len(text) - 1), form="jobs" if form == "jobs" else "import"
+    )
+    turn = conversation.turn(REQUEST)
+    if form == "asyncio":
+        result = asyncio.run(turn.on_tool_result_async(tool="fetch", text=text, prunable=True))
+    else:
+        result = turn.on_tool_result(tool="fetch", text=text, prunable=True)
+    assert (result.outcome, result.body, result.scorer_calls, scorer.calls) == ("failed", text, 0, 0)
+    assert result.failure is None, "the guest decided, not a host limit"
+    assert log.lines and "reason=budget" in log.lines[-1], log.lines
