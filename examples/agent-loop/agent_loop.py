@@ -32,6 +32,7 @@ def chat(user_message, messages, call_model, run_tool):
                 text = conversation.omitted(args).text  # every outcome's text goes back
             else:
                 raw = run_tool(name, json.loads(args))
-                text = turn.on_tool_result(tool=name, text=raw, prunable=name in PRUNABLE).body
+                # arguments: the same call again after a pruned one passes whole (the repeat gate)
+                text = turn.on_tool_result(tool=name, text=raw, prunable=name in PRUNABLE, arguments=args).body
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
 # README:end

@@ -30,9 +30,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def page_url(stack: Stack, doc: str = DOC) -> str:
+def page_url(stack: Stack, doc: str = DOC, call: Any = None) -> str:
+    """The page's URL; ``call`` adds a query the site ignores, so that calls
+    meant to be pruned each are another call (the repeat gate, SPEC §2, lets
+    the same call with the same arguments pass unpruned once it was pruned)."""
     assert stack.site is not None
-    return stack.site.url + "/docs/" + doc.rsplit(".", 1)[0] + ".html"
+    url = stack.site.url + "/docs/" + doc.rsplit(".", 1)[0] + ".html"
+    return url if call is None else f"{url}?call={call}"
 
 
 def server_text(stack: Stack) -> str:
@@ -96,15 +100,36 @@ async def test_a_page_pruned_through_one_instance_is_read_back_through_the_other
 async def test_ids_are_unique_across_instances(stack: Stack, manifest: Dict[str, Any]) -> None:
     request = manifest[DOC]["request_en"]
     ids = []
-    for gw in (0, 1, 0):
+    for n, gw in enumerate((0, 1, 0)):
         async with client(stack, "alice", gw=gw) as s:
-            body = text_of(await s.call_tool(FETCH, {"url": page_url(stack), "max_length": MAX, "user_request": request}))
+            url = page_url(stack, call=f"ids-{n}")
+            body = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": request}))
         ids.append(markers(body)[0])
     assert len(set(ids)) == 3, ids
 
 
+async def test_the_same_call_again_passes_unpruned_with_a_repeated_line(stack: Stack, manifest: Dict[str, Any]) -> None:
+    """Issue 25 §4 at the gateway door: the model calls the same tool with the
+    same arguments again (through either instance: the call keys are in
+    Redis) after its result was pruned: it gets the server's text unchanged,
+    and a counts-only line says so. Another user's same call still prunes."""
+    request = manifest[DOC]["request_en"]
+    url = page_url(stack, call="repeat")
+    async with client(stack, "alice", gw=0) as s:
+        first = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": request}))
+    assert markers(first)[0]
+    async with client(stack, "alice", gw=1) as s:
+        again = text_of(await s.call_tool(FETCH, {"max_length": MAX, "url": url, "user_request": request + " Again."}))
+    assert again == server_text(stack), "the same call again: the server's text, unchanged"
+    lines = [l for l in stack.gateways[1].lines() if "outcome=skipped" in l]
+    assert lines and "docs-fetch" in lines[-1] and "repeat" not in lines[-1].split("name=", 1)[1], lines
+    async with client(stack, "bob", gw=1) as s:
+        other = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": request}))
+    assert markers(other)[0], "another scope: not a repeat"
+
+
 async def test_without_a_basis_and_on_an_error_the_result_is_the_servers(stack: Stack, manifest: Dict[str, Any]) -> None:
-    url = page_url(stack)
+    url = page_url(stack, call="no-basis")  # not the call the first test pruned: no repeat here
     async with client(stack, "alice", gw=1) as s:
         plain = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX}))
         raw = server_text(stack)
@@ -138,7 +163,7 @@ async def test_a_soak_of_1000_calls_16_in_flight_loses_nothing_and_memory_stays_
                 except asyncio.QueueEmpty:
                     return
                 t0 = time.monotonic()
-                res = await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": request})
+                res = await s.call_tool(FETCH, {"url": f"{url}?soak={i}", "max_length": MAX, "user_request": request})
                 latencies[i] = time.monotonic() - t0
                 results[i] = text_of(res)
                 if i % 250 == 0:
@@ -159,7 +184,10 @@ async def test_a_soak_of_1000_calls_16_in_flight_loses_nothing_and_memory_stays_
 
     r = redis.Redis.from_url(stack.redis_url)
     keys = [k for k in r.scan_iter("toolprune:*:r:*", count=1000)]
-    assert 0 < len(keys) <= 100, f"max_records: 100 (plugins.yaml), {len(keys)} records"
+    per_scope: Dict[bytes, int] = {}
+    for k in keys:  # toolprune:{scope}:r:{id}; other tests' users have their own scopes
+        per_scope[k.split(b":")[1]] = per_scope.get(k.split(b":")[1], 0) + 1
+    assert 0 < max(per_scope.values()) <= 100, f"max_records: 100 per scope (plugins.yaml), {per_scope}"
     for name, samples in rss.items():
         # After the first quarter the gateway's memory no longer grows with the calls.
         assert samples[-1] <= samples[1] * 1.25 + 64 * 1024, (name, samples)
@@ -180,8 +208,9 @@ async def test_added_latency_per_call(stack: Stack, manifest: Dict[str, Any]) ->
     async with client(stack, "alice", gw=0) as s:
         for _ in range(2):
             await s.call_tool(FETCH, {"url": url, "max_length": MAX})
-        for _ in range(30):
-            for kind, args in (("pruned", {"url": url, "max_length": MAX, "user_request": request}), ("no_basis", {"url": url, "max_length": MAX})):
+        for n in range(30):
+            pruned = {"url": f"{url}?latency={n}", "max_length": MAX, "user_request": request}  # another call each time
+            for kind, args in (("pruned", pruned), ("no_basis", {"url": url, "max_length": MAX})):
                 t0 = time.monotonic()
                 await s.call_tool(FETCH, args)
                 times[kind].append(time.monotonic() - t0)
@@ -230,5 +259,5 @@ async def test_with_redis_stopped_pages_pass_unchanged_and_the_gateway_keeps_ser
         stack.start_redis()
     # And with Redis back, pruning resumes.
     async with client(stack, "alice", gw=0) as s:
-        body = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": request}))
+        body = text_of(await s.call_tool(FETCH, {"url": page_url(stack, call="after-redis"), "max_length": MAX, "user_request": request}))
     assert markers(body)[0]

@@ -79,3 +79,18 @@ def test_a_bad_scope_is_refused(client: redis.Redis) -> None:
     for scope in ("", "a:b", "x" * 201, "é"):
         with pytest.raises(ValueError):
             RedisStore(client, scope)
+
+
+def test_call_keys_are_kept_with_their_records_and_go_with_them(client: redis.Redis) -> None:
+    """The repeat gate's keys (SPEC §2): stored with each record, listed per
+    scope, evicted with their record, never another scope's."""
+    store = RedisStore(client, "calls", ttl_s=120, max_records=2, max_chars=100)
+    keyed = lambda n: StoredResult(id=f"P{n}", chars=10, data=f"data {n}", call=f"{n:032x}")  # noqa: E731
+    store.put(keyed(1))
+    store.put(record(2))  # a record without arguments has no key
+    assert store.get("P1") == keyed(1) and store.calls() == [f"{1:032x}"]
+    assert RedisStore(client, "calls-other").calls() == []
+    store.put(keyed(3))
+    store.put(keyed(4))  # max_records 2: P1 and P2 go
+    assert sorted(store.calls()) == [f"{3:032x}", f"{4:032x}"]
+    assert 0 < client.ttl("toolprune:calls:k") <= 120

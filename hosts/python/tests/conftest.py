@@ -6,11 +6,10 @@ anything is loaded, so the suite never writes to the user's cache."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Iterator, List
 
 import pytest
 
@@ -29,21 +28,6 @@ def shared_dir() -> Path:
     """`shared/` beside the repository, or `$TOOLPRUNE_SHARED` (as the Rust generator)."""
     env = os.environ.get("TOOLPRUNE_SHARED")
     return Path(env) if env else REPO.parent / "shared"
-
-
-def serde_float_literals() -> List[str]:
-    """Every float literal serde_json wrote in the committed test data (the
-    vectors, else the conformance suite's generated files)."""
-    literals: List[str] = []
-
-    def keep(literal: str) -> float:
-        literals.append(literal)
-        return float(literal)
-
-    files = sorted((REPO / "tests" / "conformance" / "expected").glob("*.json"))
-    for path in files:
-        json.loads(path.read_text(encoding="utf-8"), parse_float=keep)
-    return literals
 
 
 class Log:

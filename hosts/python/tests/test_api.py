@@ -222,7 +222,7 @@ def test_is_prunable_follows_the_guests_globs_and_exclusions(pruner: Pruner) -> 
 
 
 def test_the_contract_version_and_settings_come_from_the_guest(pruner: Pruner) -> None:
-    assert pruner.version.startswith("0.2.")
+    assert pruner.version.startswith("0.3.")
     defaults = pruner.settings.defaults()
     assert defaults.threshold in (0.1, 0.2, 0.3, 0.5) and defaults.lang in pruner.langs
     assert pruner.settings.variables() and defaults.token_variable not in pruner.settings.variables()
@@ -357,17 +357,16 @@ def test_a_scorer_may_answer_with_jev_bodies_and_failures(pruner: Pruner) -> Non
     assert result.counts is not None and result.counts.jev_tokens == 42
 
 
-def test_the_stub_is_the_guests(pruner: Pruner) -> None:
-    conversation = pruner.conversation(enabled=True, scorer="stub", log=Log())
+@pytest.mark.parametrize("form", ["import", "jobs"])
+def test_the_stub_scores_inside_the_guest_without_a_host_call(pruner: Pruner, form: str) -> None:
+    conversation = pruner.conversation(enabled=True, scorer="stub", log=Log(), form=form)
     text = headings_text()
     result = conversation.turn(REQUEST).on_tool_result(tool="f", text=text, prunable=True, report=True)
     assert "scorer=stub" in (result.log_line or "")
-    request = ScriptedScorer()
-    pruner.conversation(enabled=True, scorer=request, log=Log()).turn(REQUEST).on_tool_result(tool="f", text=text, prunable=True)
-    stub = pruner.stub_scores(request.requests[0])
-    flat = [s for a in stub.answers or [] for s in a.values]  # type: ignore[union-attr]
-    assert [p.score for p in result.paragraphs] == flat
-    assert asyncio.run(conversation.turn(REQUEST).on_tool_result_async(tool="f", text=text, prunable=True)).outcome == result.outcome
+    assert result.scorer_calls == 0 and result.counts is not None and (result.counts.calls, result.counts.ms) == (0, None)
+    assert any(p.score is not None for p in result.paragraphs), "the guest scored it"
+    again = asyncio.run(conversation.turn(REQUEST).on_tool_result_async(tool="f", text=text, prunable=True, report=True))
+    assert (again.outcome, again.paragraphs, again.scorer_calls) == (result.outcome, result.paragraphs, 0)
 
 
 # --- asyncio -----------------------------------------------------------------------------

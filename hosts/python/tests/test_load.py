@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import sys
@@ -22,7 +23,7 @@ import pytest
 from toolprune import ComponentError, Pruner, default_cache_dir
 from toolprune import _engine
 
-from conftest import REQUEST, Log, note_text
+from conftest import REPO, REQUEST, Log, note_text
 
 WASM = _engine.find_component()
 
@@ -40,7 +41,8 @@ def component_exporting(tmp_path: Path, *names: str) -> Path:
     "names, found",
     [
         (["toolprune:pruner/pruner@0.1.0", "toolprune:pruner/judge@0.1.0"], "0.1.0"),
-        (["toolprune:pruner/types@0.3.0", "toolprune:pruner/settings@0.3.0"], "0.3.0"),
+        (["toolprune:pruner/types@0.2.0", "toolprune:pruner/settings@0.2.0"], "0.2.0"),
+        (["toolprune:pruner/types@0.4.0", "toolprune:pruner/settings@0.4.0"], "0.4.0"),
         (["toolprune:pruner/settings@1.2.0"], "1.2.0"),
         (["toolprune:pruner/settings@0.2.0", "toolprune:pruner/pruner@0.3.1"], "0.2.0, 0.3.1"),
         (["toolprune:pruner/settings"], "(unversioned)"),
@@ -57,18 +59,27 @@ def test_a_component_of_another_contract_is_refused_naming_both_versions(tmp_pat
 def test_a_component_that_is_not_toolprune_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ComponentError, match="is not a toolprune component"):
         Pruner.load(wasm=component_exporting(tmp_path, "wasi:cli/run@0.2.0"), cache_dir=False)
-    with pytest.raises(ComponentError, match="does not export toolprune:pruner/settings@0.2.0#version"):
-        Pruner.load(wasm=component_exporting(tmp_path, "toolprune:pruner/settings@0.2.0"), cache_dir=False)
+    with pytest.raises(ComponentError, match="does not export toolprune:pruner/settings@0.3.0#version"):
+        Pruner.load(wasm=component_exporting(tmp_path, "toolprune:pruner/settings@0.3.0"), cache_dir=False)
     bogus = tmp_path / "bogus.wasm"
     bogus.write_bytes(b"\0asm\x01\0\0\0")
     with pytest.raises(Exception):
         Pruner.load(wasm=bogus, cache_dir=False)
 
 
-@pytest.mark.skipif(not os.environ.get("TOOLPRUNE_OTHER_WASM"), reason="set TOOLPRUNE_OTHER_WASM to a toolprune component of another contract")
+CONTRACT_0_2 = os.environ.get("TOOLPRUNE_OTHER_WASM") or str(REPO / "dist" / "contract-0.2.0.wasm")
+
+
+@pytest.mark.skipif(not Path(CONTRACT_0_2).is_file(), reason="no dist/contract-0.2.0.wasm (toolprune-dist writes it) nor $TOOLPRUNE_OTHER_WASM")
 def test_a_real_component_of_another_contract_is_refused() -> None:
-    with pytest.raises(ComponentError, match=r"implements contract (?!0\.2\.)[\d.]+, this host needs 0\.2\.x"):
-        Pruner.load(wasm=os.environ["TOOLPRUNE_OTHER_WASM"], cache_dir=False)
+    """The refusal stand-in toolprune-dist writes (contract 0.2.0's WIT, a dummy core module)."""
+    with pytest.raises(ComponentError) as info:
+        Pruner.load(wasm=CONTRACT_0_2, cache_dir=False)
+    if not os.environ.get("TOOLPRUNE_OTHER_WASM"):
+        assert str(info.value) == (
+            "toolprune: this component implements contract 0.2.0, this host needs 0.3.x (rebuild or reinstall toolprune)"
+        )
+    assert re.search(r"implements contract (?!0\.3\.)[\d.]+, this host needs 0\.3\.x", str(info.value))
 
 
 def test_the_component_is_found_by_argument_env_or_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -190,3 +190,86 @@ def test_a_result_is_left_exactly_as_the_server_returned_it(pruner: Pruner, case
 def test_unknown_plugin_config_keys_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown plugin config key"):
         GatewaySettings.from_mapping({"prunabel": ["*"]})
+
+
+def test_the_same_call_again_passes_unpruned_with_a_repeated_line(pruner: Pruner, caplog: pytest.LogCaptureFixture) -> None:
+    """SPEC §2, issue 25 §4 at the gateway door: the same tool with the same
+    arguments (any key order), after its result was pruned in this scope,
+    passes exactly as the server returned it, with a counts-only line."""
+    stores: Dict[str, Any] = {}
+    g = gateway(pruner, stores)
+    result = {"content": [{"type": "text", "text": PAGE}], "isError": False}
+    caplog.set_level("INFO", logger="toolprune")
+    first = run(g.prune(["docs-fetch"], result, REQUEST, ALICE, {"url": "https://example.org/secret-page", "max_length": 5000}))
+    assert first is not None and "id=P1" in first["content"][0]["text"]
+    caplog.clear()
+    again = run(g.prune(["docs-fetch"], result, REQUEST, ALICE, {"max_length": 5000, "url": "https://example.org/secret-page"}))
+    assert again is None, "the model asked again: it gets everything"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "outcome=skipped" in lines[0] and "agent=contextforge" in lines[0], lines
+    assert "secret-page" not in lines[0] and "example.org" not in lines[0], "no arguments in the line"
+    other = run(g.prune(["docs-fetch"], result, REQUEST, ALICE, {"url": "v", "max_length": 5000}))
+    assert other is not None and "id=P2" in other["content"][0]["text"], "other arguments: another call"
+    assert run(g.prune(["docs-fetch"], result, REQUEST, BOB, {"url": "https://example.org/secret-page", "max_length": 5000})) is not None, "another scope"
+    unknown = run(g.prune(["docs-fetch"], result, REQUEST, ALICE))
+    assert unknown is not None, "without arguments no repeat is detected"
+
+
+@pytest.mark.xfail(strict=True, reason="guest bug (contract 0.3, guest/src/prune.rs log_line): the repeated line has no gate=repeated")
+def test_the_repeated_line_names_its_gate(pruner: Pruner) -> None:
+    lines: List[str] = []
+    conversation = pruner.conversation(enabled=True, threshold=0.5, log=lines.append)
+    turn = conversation.turn(REQUEST)
+    assert turn.on_tool_result(tool="fetch", text=PAGE, prunable=True, arguments='{"url": "u"}').outcome == "ok"
+    again = turn.on_tool_result(tool="fetch", text=PAGE, prunable=True, arguments='{"url": "u"}')
+    assert (again.outcome, again.gate) == ("skipped", "repeated")
+    assert "gate=repeated" in lines[-1], lines[-1]
+
+
+@pytest.mark.parametrize("form", ["import", "jobs", "asyncio"])
+def test_the_repeat_gate_reads_the_call_keys_the_store_holds(pruner: Pruner, form: str) -> None:
+    """`arguments` and the store's `calls()` reach the guest in every form; an
+    evicted record's call is no longer a repeat; a store without `calls()`
+    detects none."""
+    store = MemoryStore(StoreLimits(max_records=1, max_chars=10_000_000, max_age_s=60))
+    lines: List[str] = []
+    conversation = pruner.conversation(enabled=True, threshold=0.5, backend=store, log=lines.append, form="jobs" if form == "jobs" else "import")
+    turn = conversation.turn(REQUEST)
+
+    def prune(text: str, arguments: Any) -> Any:
+        if form == "asyncio":
+            return asyncio.run(turn.on_tool_result_async(tool="fetch", text=text, prunable=True, arguments=arguments))
+        return turn.on_tool_result(tool="fetch", text=text, prunable=True, arguments=arguments)
+
+    assert prune(PAGE, {"url": "a"}).id == "P1"
+    assert store.calls() and len(store.calls()[0]) == 32 and "a" not in store.calls()
+    repeated = prune(PAGE, '{"url":"a"}')
+    assert (repeated.outcome, repeated.gate, repeated.body, repeated.scorer_calls) == ("skipped", "repeated", PAGE, 0)
+    assert repeated.log_line is not None and repeated.log_line == lines[-1]
+    assert prune(PAGE + "\n\nmore", {"url": "b"}).id == "P2"  # evicts P1 (max_records 1)
+    assert prune(PAGE, {"url": "a"}).outcome == "ok", "P1 was evicted: its call is no longer known"
+    with pytest.raises(TypeError):
+        prune(PAGE, 42)
+
+
+def test_a_store_without_call_keys_detects_no_repeat(pruner: Pruner) -> None:
+    conversation = pruner.conversation(enabled=True, threshold=0.5, backend=_NoCalls(), log=lambda _l: None)
+    turn = conversation.turn(REQUEST)
+    assert turn.on_tool_result(tool="fetch", text=PAGE, prunable=True, arguments={"url": "a"}).outcome == "ok"
+    assert turn.on_tool_result(tool="fetch", text=PAGE, prunable=True, arguments={"url": "a"}).outcome == "ok"
+
+
+class _NoCalls:
+    """A store written for contract 0.2: no ``calls()``, no ``peek_number()``."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore(StoreLimits(max_records=10, max_chars=10_000_000, max_age_s=60))
+
+    def next_number(self) -> int:
+        return self.inner.next_number()
+
+    def put(self, record: StoredResult) -> None:
+        self.inner.put(record)
+
+    def get(self, id: str) -> Optional[StoredResult]:
+        return self.inner.get(id)

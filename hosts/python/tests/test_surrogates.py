@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
@@ -85,16 +85,22 @@ def test_an_ill_formed_text_comes_back_unchanged_and_the_conversation_goes_on(pr
     assert log.lines == [line], "one line, labels and names only"
     assert scorer.calls == 0 and conversation.stored == []
     # Instances are made lazily: the guest was never even instantiated.
-    assert conversation._instance is None  # noqa: SLF001
+    assert _instances(conversation) == []
     # The same conversation prunes the next result normally; the first stored id is P1.
     nxt = call(turn, tool="fetch", text=TEXT, prunable=True)
     assert (nxt.outcome, nxt.id) == ("ok", "P1")
-    instance = conversation._instance  # noqa: SLF001
-    assert instance is not None
+    instances = _instances(conversation)
+    assert instances
     # Another ill-formed text: the live instance survives (the guest was not called).
     _passed_through(call(turn, tool="fetch", text=text, prunable=True), text, "invalid_text", line)
-    assert conversation._instance is instance  # noqa: SLF001
+    assert _instances(conversation) == instances
     assert conversation.omitted({"id": "P1", "from": 1, "to": 1}).outcome == "ok"
+
+
+def _instances(conversation: Any) -> List[Any]:
+    """The conversation's live instances: the jobs' one and the import form's idle ones."""
+    jobs = conversation._instance  # noqa: SLF001
+    return ([] if jobs is None else [jobs]) + list(conversation._idle)  # noqa: SLF001
 
 
 def _clean(s: str) -> str:

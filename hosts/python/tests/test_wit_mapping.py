@@ -8,7 +8,7 @@ from importlib.metadata import version
 from typing import Any, Dict
 
 import wasmtime.component as wc
-from wasmtime.component import Record
+from wasmtime.component import Record, Variant
 
 from toolprune import Failed, JevResponse, Pruner, Scores, ScriptedScorer
 from toolprune import _convert, _engine
@@ -29,8 +29,15 @@ def func(pruner: Pruner, name: str) -> Any:
 def test_the_exports_are_read_from_the_components_type(pruner: Pruner) -> None:
     compiled = pruner._compiled  # noqa: SLF001
     names = list(compiled.component.type.exports(compiled.engine))
-    assert names == [f"toolprune:pruner/{i}@{compiled.version}" for i in ("types", "settings", "pruner", "omitted", "judge")]
-    assert compiled.component.type.imports(compiled.engine) == {}, "the world imports nothing"
+    assert names == [
+        f"toolprune:pruner/{i}@{compiled.version}" for i in ("types", "settings", "pruner", "omitted", "judge", "report")
+    ]
+    imports = compiled.component.type.imports(compiled.engine)
+    assert list(imports) == [f"toolprune:pruner/scorer@{compiled.version}"], "the scorer is the only import"
+    score = dict(imports[f"toolprune:pruner/scorer@{compiled.version}"].ty.exports(compiled.engine))["score"].ty
+    ((_, request),) = score.params
+    assert isinstance(request, wc.RecordType) and [n for n, _ in request.fields] == ["basis", "batches", "policy"]
+    assert isinstance(score.result, wc.RecordType) and [n for n, _ in score.result.fields] == ["answers", "elapsed-ms"]
     assert compiled.langs == ["ja", "en"] and compiled.dialects == ["plain", "openai", "anthropic", "mcp", "mcp-hooked"]
 
 
@@ -62,15 +69,21 @@ def test_scoring_response_is_a_result_of_untagged_variants(pruner: Pruner) -> No
     assert getattr(_convert.lower_response("timeout", 3), "answers") == "timeout"
 
 
-def test_prune_input_carries_the_scorer_choice_as_str_or_none(pruner: Pruner) -> None:
+def test_prune_input_carries_the_scorer_choice_as_a_tagged_variant(pruner: Pruner) -> None:
     (_, prune_input), = func(pruner, "[constructor]prune-job").params
     fields = dict(prune_input.fields)
     assert list(fields) == [
         "request", "text", "enabled", "succeeded", "prunable", "threshold", "lang", "scorer", "jev-model", "agent", "tool", "report",
+        "arguments", "pruned-calls", "work-budget",
     ]
     choice = fields["scorer"]
     assert isinstance(choice, wc.VariantType)
-    assert [(name, type(ty).__name__ if ty else None) for name, ty in choice.cases] == [("host", "String"), ("offline", None)]
+    assert [(name, type(ty).__name__ if ty else None) for name, ty in choice.cases] == [
+        ("host", "String"), ("offline", None), ("stub", None),
+    ]
+    assert choice._tagged(), "offline and stub both carry nothing: Variant(tag)"  # noqa: SLF001
+    ((_, same_input), (_, number)) = func(pruner, "prune").params
+    assert same_input == prune_input and isinstance(number, wc.U32)
     assert isinstance(fields["lang"], wc.EnumType) and isinstance(fields["jev-model"], wc.OptionType)
 
 
@@ -92,20 +105,26 @@ def test_the_judge_verdict_is_tagged(pruner: Pruner) -> None:
 
 
 def test_prune_job_is_a_resource_handle_and_a_lifted_record_lowers_again(pruner: Pruner) -> None:
-    conversation = pruner.conversation(enabled=True, scorer=ScriptedScorer().default_score(0.9).scores(range(1, 12, 2), 0.0), log=lambda _l: None)
-    conversation.turn("How do I configure the retry limit for the upload client?").on_tool_result(tool="f", text=note_text(), prunable=True)
+    conversation = pruner.conversation(
+        enabled=True, scorer=ScriptedScorer().default_score(0.9).scores(range(1, 12, 2), 0.0), log=lambda _l: None, form="jobs"
+    )
+    conversation.turn("How do I configure the retry limit for the upload client?").on_tool_result(
+        tool="f", text=note_text(), prunable=True, arguments='{"url": "u"}'
+    )
     instance = conversation._instance  # noqa: SLF001
     assert instance is not None
     stored = conversation._backend.get("P1")  # noqa: SLF001 - the stored-result, lifted into the store
     assert stored is not None and stored.id == "P1" and isinstance(stored.data, str)
-    record = _convert.record(id=stored.id, chars=stored.chars, data=stored.data)  # as the host lowers it for `answer`
+    assert stored.call is not None and len(stored.call) == 32, "the call's key (a digest), never the arguments"
+    record = _convert.lower_stored(stored)  # as the host lowers it for `answer`
     assert isinstance(record, Record)
     limits = pruner.settings.call_limits_for(10_000)
     answer = instance.call(limits, "answer", '{"id":"P1","from":1,"to":1}', "en", "a", record)
     assert getattr(answer, "outcome") == "ok" and getattr(answer, "text").startswith("Note 2.")
     handle = instance.call(limits, "[constructor]prune-job", _convert.record(
         request="a request long enough to be a basis", text="short", enabled=True, succeeded=True, prunable=True,
-        threshold=0.2, lang="en", scorer=None, jev_model=None, agent="a", tool="t", report=False,
+        threshold=0.2, lang="en", scorer=Variant("offline"), jev_model=None, agent="a", tool="t", report=False,
+        arguments=None, pruned_calls=[], work_budget=None,
     ))
     assert isinstance(handle, wc.ResourceAny) and handle.owned
     assert instance.call(limits, "[method]prune-job.scoring-request", handle) is None  # below 4,000 characters

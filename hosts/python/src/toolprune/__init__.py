@@ -1,14 +1,14 @@
 """toolprune for Python: drop the paragraphs of a large tool result that do
 not help answer the user's request — verbatim, at paragraph boundaries,
 once — through the toolprune WebAssembly component (wasmtime,
-contract ``toolprune:pruner@0.2``).
+contract ``toolprune:pruner@0.3``).
 
     from toolprune import Pruner
 
     pruner = Pruner.load()                                 # compiled once, cached on disk
     conversation = pruner.conversation(enabled=True)       # one per agent conversation
     turn = conversation.turn(user_message)                 # one per user message
-    result = turn.on_tool_result(tool="fetch", text=page, prunable=True)
+    result = turn.on_tool_result(tool="fetch", text=page, prunable=True, arguments=args)  # blocks; scores through the import
     send_to_model(result.body)                             # result.raw for repeat detection
     tools.append(conversation.omitted_tool("anthropic"))   # the `omitted` tool, static
     answer = conversation.omitted({"id": "P1", "from": 8, "to": 14})

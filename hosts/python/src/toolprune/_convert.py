@@ -138,6 +138,7 @@ def lift_counts(rec: Any) -> Counts:
         calls=get(rec, "calls"),
         jev_tokens=get(rec, "jev-tokens"),
         ms=get(rec, "ms"),
+        work=get(rec, "work"),
     )
 
 
@@ -153,7 +154,12 @@ def lift_failures(items: List[Any]) -> List[BatchFailure]:
 
 
 def lift_stored(rec: Any) -> StoredResult:
-    return StoredResult(id=get(rec, "id"), chars=get(rec, "chars"), data=get(rec, "data"))
+    return StoredResult(id=get(rec, "id"), chars=get(rec, "chars"), data=get(rec, "data"), call=get(rec, "call"))
+
+
+def lower_stored(held: StoredResult) -> Record:
+    """A stored result as the guest's ``stored-result`` record (for ``omitted.answer``)."""
+    return record(id=held.id, chars=held.chars, call=held.call, data=held.data)
 
 
 def lift_inspection(rec: Any) -> Inspection:

@@ -13,13 +13,26 @@ wasmtime-py (50.x) maps the WIT values as follows (pinned by
   ``f64`` → ``float`` (an ``int`` is refused);
 - ``option<T>`` → ``None`` or the value; ``result<T, E>`` and ``variant`` are
   **untagged** when the Python classes of their cases do not overlap, else
-  :class:`wasmtime.component.Variant`. Untagged here: ``scorer-choice``
-  (``str`` host / ``None`` offline), ``failure`` (``int`` http / ``None``
-  network), ``batch-answer`` (``list`` scores / ``str`` jev-response / a
-  ``failure``), ``scoring-response.answers`` (``list`` / ``str`` stop), every
-  ``result`` of ``settings`` and ``judge``. Tagged: the judge's ``verdict``;
+  :class:`wasmtime.component.Variant`. Untagged here: ``failure`` (``int``
+  http / ``None`` network), ``batch-answer`` (``list`` scores / ``str``
+  jev-response / a ``failure``), ``scoring-response.answers`` (``list`` /
+  ``str`` stop), every ``result`` of ``settings`` and ``judge``. Tagged: the
+  judge's ``verdict`` and ``scorer-choice`` (``offline`` and ``stub`` both
+  carry nothing: ``Variant("host", name)``, ``Variant("offline")``,
+  ``Variant("stub")``);
 - ``resource`` → :class:`wasmtime.component.ResourceAny`, freed with
   ``ResourceAny.drop(store)``.
+
+The component's only import, ``toolprune:pruner/scorer#score`` (contract
+0.3, ``wit/scorer.wit``), is one host function in the shared linker
+(:func:`_score_import`). It receives the lifted ``scoring-request`` record
+and returns a ``scoring-response`` record; whom it asks is set per thread
+for the length of one guest call (:func:`scoring`): the blocking API's
+``pruner.prune`` and ``judge.decide`` set a scorer; every other call (the
+job form, settings, ``omitted``) sets none, and then a call of the import
+raises :class:`ImportRefused`, which traps the guest (fail-open). The
+guest calls the import on the thread that called the export, so a
+thread-local is exact.
 """
 
 from __future__ import annotations
@@ -29,16 +42,20 @@ import os
 import secrets
 import stat
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union, cast
 
 from wasmtime import Config, Engine, Store, WasmtimeError
 from wasmtime.component import Component, ExportIndex, Linker
 
 PACKAGE = "toolprune:pruner"
-CONTRACT = "0.2"
-"""The contract this host implements: every ``toolprune:pruner/*`` export must carry ``0.2.x``."""
+CONTRACT = "0.3"
+"""The contract this host implements: every ``toolprune:pruner/*`` export must carry ``0.3.x``."""
+
+SCORER_IMPORT = "scorer"
+"""The interface of the component's only import (``toolprune:pruner/scorer@0.3.x``, function ``score``)."""
 
 EXPORTS: Dict[str, Tuple[str, ...]] = {
     "settings": (
@@ -57,11 +74,12 @@ EXPORTS: Dict[str, Tuple[str, ...]] = {
         "[constructor]prune-job",
         "[method]prune-job.scoring-request",
         "[method]prune-job.finish",
-        "stub-scores",
+        "prune",
         "inspect",
     ),
     "omitted": ("requested-id", "answer", "unavailable", "tool", "request-argument"),
-    "judge": ("route", "[static]judge-job.load", "[method]judge-job.scoring-request", "[method]judge-job.finish"),
+    "judge": ("route", "decide", "[static]judge-job.load", "[method]judge-job.scoring-request", "[method]judge-job.finish"),
+    "report": ("prune-json", "split-json", "split-table"),
 }
 """The functions this host calls, by interface."""
 
@@ -323,7 +341,7 @@ def load_component(engine: Engine, path: Path, cache_dir: Optional[Path]) -> Tup
 def contract_version(component: Component, engine: Engine, path: Path) -> str:
     """The version of the ``toolprune:pruner`` interfaces ``component`` exports.
 
-    Raises :class:`ComponentError` unless every one is ``0.2.x``: ``toolprune:
+    Raises :class:`ComponentError` unless every one is ``0.3.x``: ``toolprune:
     this component implements contract X, this host needs 0.3.x (rebuild or
     reinstall toolprune)``.
     """
@@ -345,6 +363,64 @@ def contract_version(component: Component, engine: Engine, path: Path) -> str:
     return versions[0]
 
 
+# --- the scorer import -------------------------------------------------------------
+
+
+class ImportRefused(Exception):
+    """The guest called ``scorer.score`` during a guest call that has no
+    scorer (the job form, settings, ``omitted``, an inspection): the call
+    traps, and the caller fails open. Never expected: the guest calls the
+    import only from ``pruner.prune`` and ``judge.decide``."""
+
+
+Responder = Callable[[Any], Any]
+"""Answers the ``score`` import: the lifted ``scoring-request`` record in,
+a ``scoring-response`` record out (``_convert.lower_response``). Must
+return, never raise: every scorer failure, the deadline and cancellation
+are answers (``wit/scorer.wit``)."""
+
+
+class _Scoring(threading.local):
+    responder: Optional[Responder] = None
+    """Who answers the import for the guest call running on this thread."""
+    entered: bool = False
+    """The import was called during the current guest call of this thread."""
+
+
+_SCORING = _Scoring()
+
+
+@contextmanager
+def scoring(responder: Optional[Responder]) -> Iterator[None]:
+    """For the guest calls made in this block on this thread, the ``score``
+    import is answered by ``responder`` (None: the import traps)."""
+    previous = _SCORING.responder
+    _SCORING.responder = responder
+    try:
+        yield
+    finally:
+        _SCORING.responder = previous
+
+
+def _score_import(_store: Any, request: Any) -> Any:
+    """The host function behind ``toolprune:pruner/scorer#score``."""
+    _SCORING.entered = True
+    responder = _SCORING.responder
+    if responder is None:
+        raise ImportRefused("scorer.score was called where this host scores through jobs")
+    return responder(request)
+
+
+def _linker(engine: Engine, version: str) -> Linker:
+    """The linker every instance is made with: the ``score`` import defined
+    (the world's only import; a component of this contract needs it)."""
+    linker = Linker(engine)
+    with linker.root() as root:
+        with root.add_instance(f"{PACKAGE}/{SCORER_IMPORT}@{version}") as scorer:
+            scorer.add_func("score", _score_import)
+    return linker
+
+
 class Compiled:
     """The component compiled once (fuel metering on), version-checked, with
     the index of every function this host calls and the names of the enums
@@ -357,7 +433,7 @@ class Compiled:
         self.engine = Engine(config)
         self.component, self.cache = load_component(self.engine, path, cache_dir)
         self.version = contract_version(self.component, self.engine, path)
-        self.linker = Linker(self.engine)  # the world imports nothing
+        self.linker = _linker(self.engine, self.version)
         self.exports: Dict[str, ExportIndex] = {}
         types: Dict[str, Any] = dict(self.component.type.exports(self.engine))
         self.funcs: Dict[str, Any] = {}
@@ -496,9 +572,12 @@ class Instance:
         if limits.memory_bytes is not None:
             self.store.set_limits(memory_size=limits.memory_bytes)
         func = self.func(name)
+        _SCORING.entered = False
         try:
             return func(self.store, *args)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as err:
+            if _SCORING.entered:  # raised by or after the import: the guest ran
+                raise _classify(err) from None
             raise  # an argument that cannot be lowered: nothing ran
         except Exception as err:  # noqa: BLE001 - every wasmtime failure is a trap
             raise _classify(err) from None

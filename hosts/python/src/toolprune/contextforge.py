@@ -15,11 +15,13 @@ Enable it in the gateway's plugin configuration (``PLUGINS_ENABLED=true``,
           redis_url: "redis://127.0.0.1:6379/0"
 
 - ``tool_pre_invoke``: removes the basis argument (``user_request``) from a
-  prunable tool's arguments and keeps it for the call (in the process, by
-  the call's request id); gives the ``omitted`` tool the caller's scope.
+  prunable tool's arguments and keeps it, with the arguments as they go
+  upstream, for the call (in the process, by the call's request id); gives
+  the ``omitted`` tool the caller's scope.
 - ``tool_post_invoke``: prunes the text items of a prunable tool's result
-  (:meth:`toolprune.gateway.GatewayPruner.prune`); any error leaves the
-  result as the server returned it.
+  (:meth:`toolprune.gateway.GatewayPruner.prune`) on that basis, the
+  arguments applying the repeat gate (the same call again after a pruned
+  one passes unpruned); any error leaves the result as the server returned it.
 
 Identity: ``context.global_context.user_context`` (``user_id`` / ``email``,
 ``team_id``) or, without one, ``global_context.user`` (the authenticated
@@ -59,25 +61,27 @@ except ImportError:  # pragma: no cover - older cpex
 # (unique per call), bounded; and plugins made from one configuration share one
 # GatewayPruner (the component, the conversations).
 _LOCK = threading.Lock()
-_BASES: "OrderedDict[str, Tuple[float, str]]" = OrderedDict()
+_BASES: "OrderedDict[str, Tuple[float, Optional[str], Dict[str, Any]]]" = OrderedDict()
 _BASES_MAX = 4096
 _BASES_TTL_S = 600.0
 _GATEWAYS: Dict[str, GatewayPruner] = {}
 
 
-def _remember(request_id: str, basis: str) -> None:
+def _remember(request_id: str, basis: Optional[str], arguments: Dict[str, Any]) -> None:
+    """Keeps a prunable call's basis and upstream arguments until its post hook."""
     now = time.monotonic()
     with _LOCK:
-        _BASES[request_id] = (now, basis)
+        _BASES[request_id] = (now, basis, arguments)
         _BASES.move_to_end(request_id)
         while _BASES and (len(_BASES) > _BASES_MAX or next(iter(_BASES.values()))[0] < now - _BASES_TTL_S):
             _BASES.popitem(last=False)
 
 
-def _recall(request_id: str) -> Optional[str]:
+def _recall(request_id: str) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+    """The basis and arguments :func:`_remember` kept for the call (once), or (None, None)."""
     with _LOCK:
         found = _BASES.pop(request_id, None)
-    return None if found is None else found[1]
+    return (None, None) if found is None else (found[1], found[2])
 log = logging.getLogger("toolprune")
 
 
@@ -107,8 +111,9 @@ class ToolprunePlugin(Plugin):
         try:
             names = _names(payload.name, context)
             args, basis = self.gateway.strip(names, payload.args, _identity(context))
-            if basis is not None:
-                _remember(context.global_context.request_id, basis)
+            if self.gateway.is_prunable(names):
+                upstream = args if args is not None else dict(payload.args or {})
+                _remember(context.global_context.request_id, basis, upstream)
             if args is None:
                 return ToolPreInvokeResult(continue_processing=True)
             return ToolPreInvokeResult(continue_processing=True, modified_payload=payload.model_copy(update={"args": args}))
@@ -120,8 +125,10 @@ class ToolprunePlugin(Plugin):
         """Prunes the result's text (or leaves it exactly as it came)."""
         try:
             names = _names(payload.name, context)
-            basis = _recall(context.global_context.request_id)
-            pruned = await self.gateway.prune(names, payload.result, basis if isinstance(basis, str) else None, _identity(context))
+            basis, arguments = _recall(context.global_context.request_id)
+            pruned = await self.gateway.prune(
+                names, payload.result, basis if isinstance(basis, str) else None, _identity(context), arguments
+            )
         except Exception as err:  # pragma: no cover - prune fails open itself
             log.warning("tool prune: agent=contextforge outcome=failed reason=post_invoke error=%s", type(err).__name__)
             pruned = None

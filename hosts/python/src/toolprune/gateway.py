@@ -7,7 +7,11 @@ basis**: each prunable tool's schema in the gateway's registry carries the
 optional argument :meth:`Pruner.request_argument` names (``user_request``);
 the model restates the request there, :meth:`GatewayPruner.strip` removes
 it before the call goes upstream, and :meth:`GatewayPruner.prune` prunes
-the call's text result on it (none: ``no_basis``, unchanged).
+the call's text result on it (none: ``no_basis``, unchanged). The call's
+arguments (as sent upstream, without the basis argument) go with the result
+for the repeat gate (SPEC §2): the same tool called again with the same
+arguments in the same scope, after its result was pruned, passes unpruned
+(``skipped``, gate ``repeated``, a log line) — the model asked again.
 
 Pruned results go to a :class:`toolprune.store.Store` per **scope**: a keyed
 hash (HMAC-SHA256 with the gateway's secret) of the identity the gateway
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import logging
 import os
 import threading
@@ -252,21 +257,33 @@ class GatewayPruner:
                 self._conversations.popitem(last=False)
         return found
 
-    async def prune(self, names: Sequence[str], result: Any, basis: Optional[str], identity: Identity) -> Optional[Dict[str, Any]]:
+    async def prune(
+        self,
+        names: Sequence[str],
+        result: Any,
+        basis: Optional[str],
+        identity: Identity,
+        arguments: Optional[Mapping[str, Any]] = None,
+    ) -> Optional[Dict[str, Any]]:
         """After the call: the result (an MCP ``CallToolResult`` as a dict,
         ``content`` / ``isError`` / ``structuredContent``) with its text
         items pruned, or None to leave it exactly as the server returned it:
         not prunable, a failed call, structured content, no text, nothing
-        changed, no identity, or any error (then a counts-only log line)."""
+        changed, a repeated call, no identity, or any error (then a
+        counts-only log line). ``arguments``: the call's arguments as they
+        went upstream (:meth:`strip`'s, without the basis argument), for the
+        repeat gate; None: no repeat is detected."""
         try:
-            return await self._prune(names, result, basis, identity)
+            return await self._prune(names, result, basis, identity, arguments)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # fail open: the server's result, unchanged
             log.warning("tool prune: agent=%s outcome=failed reason=plugin error=%s", AGENT, type(err).__name__)
             return None
 
-    async def _prune(self, names: Sequence[str], result: Any, basis: Optional[str], identity: Identity) -> Optional[Dict[str, Any]]:
+    async def _prune(
+        self, names: Sequence[str], result: Any, basis: Optional[str], identity: Identity, arguments: Optional[Mapping[str, Any]]
+    ) -> Optional[Dict[str, Any]]:
         if not names or not self.is_prunable(names) or not isinstance(result, Mapping):
             return None
         if result.get("isError", result.get("is_error")) or result.get("structuredContent", result.get("structured_content")) is not None:
@@ -279,11 +296,12 @@ class GatewayPruner:
             log.info("tool prune: agent=%s outcome=skipped gate=no_identity", AGENT)
             return None
         turn = self.conversation(scope).turn(basis or "")
+        args = None if arguments is None else call_arguments(arguments)
         changed = False
         items: List[Any] = []
         for item in content:
             if _is_text(item):
-                pruned = await turn.on_tool_result_async(tool=names[0], text=item["text"], ok=True, prunable=True)
+                pruned = await turn.on_tool_result_async(tool=names[0], text=item["text"], ok=True, prunable=True, arguments=args)
                 if pruned.body is not item["text"] and pruned.body != item["text"]:
                     item = {**item, "text": pruned.body}
                     changed = True
@@ -291,6 +309,13 @@ class GatewayPruner:
         if not changed:
             return None
         return {**dict(result), "content": items}
+
+
+def call_arguments(arguments: Mapping[str, Any]) -> str:
+    """A call's arguments as the JSON text the repeat gate keys on (the guest
+    canonicalizes key order and spacing; values JSON cannot hold are written
+    as text)."""
+    return json.dumps(dict(arguments), ensure_ascii=False, default=str)
 
 
 def with_basis(schema: Mapping[str, Any], argument: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -312,7 +337,6 @@ def add_basis(gateway_url: str, token: str, pruner: Pruner, globs: Sequence[str]
     the names of the tools changed. Raises ``urllib.error.URLError``. Run it
     again after the gateway re-reads a server's tools (a refresh replaces
     the schemas)."""
-    import json
     import urllib.request
 
     argument = pruner.request_argument(lang)
@@ -365,7 +389,17 @@ def _is_text(item: Any) -> bool:
     return isinstance(item, Mapping) and item.get("type") == "text" and isinstance(item.get("text"), str)
 
 
-__all__ = ["AGENT", "GatewayPruner", "GatewaySettings", "Identity", "SCOPE_ARGUMENT", "add_basis", "scope_of", "with_basis"]
+__all__ = [
+    "AGENT",
+    "GatewayPruner",
+    "GatewaySettings",
+    "Identity",
+    "SCOPE_ARGUMENT",
+    "add_basis",
+    "call_arguments",
+    "scope_of",
+    "with_basis",
+]
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .pruner import Pruner
     from .settings import Settings
 
-USER_AGENT = "toolprune-python/0.2"
+USER_AGENT = "toolprune-python/0.3"
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

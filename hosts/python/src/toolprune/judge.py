@@ -5,8 +5,11 @@ body, the reading of Jev's answer, the log line). This module passes texts,
 makes the one Jev call with the host's scorer under the host's deadline
 (the same mechanism as pruning: :func:`toolprune.scorers.run_sync` /
 :func:`~toolprune.scorers.run_async`), and converts the guest's values.
-With fixed answers the guest's ``route`` decides without any call. Each
-live judgement runs on a fresh instance of the component.
+Blocking, the guest's ``judge.decide`` calls the ``scorer.score`` import
+once and the host scores inside it (the import form); asyncio (or
+``form="jobs"``) goes through a ``judge-job``: load, score its request,
+finish. With fixed answers the guest's ``route`` decides without any call.
+Each live judgement runs on a fresh instance of the component.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from . import _convert
+from . import _engine
 from ._convert import get
 from ._engine import CallLimits, Instance, Trapped
 from .scorers import OFFLINE, STUB, CancelToken, Scored, run_async, run_sync
@@ -132,10 +136,14 @@ class Judge:
         jev_model: Optional[str],
         log: Optional[Callable[[str], None]],
         rules_file: str,
+        form: str = "import",
     ) -> None:
         for what, value in (("rules", rules), ("message", message), ("answers", answers), ("jev_model", jev_model)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+        if form not in ("import", "jobs"):
+            raise ValueError(f"form must be import or jobs, not {form!r}")
+        self.form = form
         self.pruner = pruner
         self.rules, self.message, self.answers = rules, message, answers
         self.log = log or pruner.log
@@ -185,6 +193,8 @@ class Judge:
         ``judge:`` failure line is written)."""
         if self.answers is not None:
             return self._fixed()
+        if self.form == "import":
+            return self._decide_import()
         started = self._load()
         if isinstance(started, Decision):
             return started
@@ -211,6 +221,28 @@ class Judge:
         try:
             instance = Instance(self.pruner._compiled, limits.memory_bytes)
             value = instance.call(limits, "route", self.rules, self.message, self.jev_model, self.answers)
+        except Trapped as err:
+            raise self._failed(err) from None
+        return self._decide(value)
+
+    def _decide_import(self) -> Decision:
+        """``judge.decide``: the guest calls the ``scorer.score`` import once,
+        answered here with the scorer under the request's deadline (a
+        scorer failure is an answer: the guest's ``failed`` verdict)."""
+        limits = self._limits()
+        scorer = self.scorer
+
+        def answer(request: Any) -> Any:
+            try:
+                scored = run_sync(scorer, _convert.lift_request(request), CancelToken(), request_deadline(request))
+                return _convert.lower_response(scored.answers, scored.elapsed_ms)
+            except Exception:  # noqa: BLE001 - never a trap: the batch failed(network)
+                return _convert.lower_response([None] * len(get(request, "batches")), 0)
+
+        try:
+            instance = Instance(self.pruner._compiled, limits.memory_bytes)
+            with _engine.scoring(answer):
+                value = instance.call(limits, "decide", self.rules, self.message, self.jev_model)
         except Trapped as err:
             raise self._failed(err) from None
         return self._decide(value)

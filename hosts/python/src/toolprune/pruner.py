@@ -1,13 +1,22 @@
-"""The Python host of the toolprune component (WIT ``toolprune:pruner@0.2``):
+"""The Python host of the toolprune component (WIT ``toolprune:pruner@0.3``):
 :class:`Pruner` (the compiled component), :class:`Conversation` (one agent
-conversation: its store of pruned results, its id counter, its instance)
+conversation: its store of pruned results, its id counter, its instances)
 and :class:`Turn` (one user message: the request and its cancellation).
 
-Every rule is the guest's; this module is mechanism (SPEC §14): it runs each
-tool result through a ``prune-job`` (``new`` → ``scoring-request`` → the
-host scores → ``finish``), keeps the store bounded by the guest's limits,
-drops an instance after a trap (SPEC §11: the raw text comes back), and
-writes the guest's log lines (SPEC §12).
+Every rule is the guest's; this module is mechanism (SPEC §14). A tool
+result is pruned in one of two forms that give the same bytes:
+
+- **import** (the blocking API's default): one ``pruner.prune`` call; the
+  guest calls the host's ``scorer.score`` import at most once in the
+  middle, and the host scores there (deadline, cancellation, retries) on
+  the calling thread. Each call runs on an instance of its own (taken from
+  a small pool), so concurrent results of one conversation score at once.
+- **jobs** (the asyncio API, or ``conversation(form="jobs")``): ``prune-job``
+  ``new`` → ``scoring-request`` → the host scores → ``finish``.
+
+Either way it keeps the store bounded by the guest's limits, hands ids out
+in the order results finish, drops an instance after a trap (SPEC §11: the
+raw text comes back), and writes the guest's log lines (SPEC §12).
 """
 
 from __future__ import annotations
@@ -30,13 +39,14 @@ from ._convert import get
 from ._engine import CallLimits, Compiled, Instance, Trapped
 from .scorers import (
     OFFLINE,
-    STUB,
     CancelToken,
     Scored,
     check_scorer,
     elapsed_ms,
+    internal,
     run_async,
     run_sync,
+    scorer_choice,
     scorer_name,
 )
 from .settings import Settings, clean, surrogates, utf8_len
@@ -50,9 +60,9 @@ from .types import (
     OmittedAnswer,
     PruneResult,
     ScoringRequest,
-    ScoringResponse,
     StoredResult,
     StoreLimits,
+    kebab,
     snake,
 )
 
@@ -61,6 +71,12 @@ LogSink = Callable[[str], None]
 
 ScorerLike = Any
 """``"offline"``, ``"stub"``, ``"jev"`` (:meth:`JevScorer.from_env`), or a scorer object."""
+
+FORMS = ("import", "jobs")
+"""How a conversation's blocking API prunes (:meth:`Pruner.conversation`'s ``form``)."""
+
+Arguments = Union[str, Mapping[str, Any], None]
+"""A tool call's arguments: the JSON text the door received, or a mapping (encoded as JSON)."""
 
 
 def stderr_log(line: str) -> None:
@@ -72,6 +88,19 @@ def _require_str(what: str, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
     return value
+
+
+def _arguments_text(arguments: Arguments) -> Optional[str]:
+    """A tool call's arguments as the JSON text the guest keys the repeat
+    gate on (it canonicalizes: key order and spacing do not matter). A
+    mapping is encoded; None stays None (no repeat is detected). Raises
+    :class:`TypeError` for anything else, :class:`ValueError` for a mapping
+    that is not JSON."""
+    if arguments is None or isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, Mapping):
+        return json.dumps(dict(arguments), ensure_ascii=False)
+    raise TypeError(f"arguments must be a JSON text, a mapping or None, not {type(arguments).__name__}")
 
 
 class Pruner:
@@ -183,6 +212,7 @@ class Pruner:
         report: bool = False,
         deadline_cap_ms: Optional[int] = None,
         backend: Optional[Store] = None,
+        form: str = "import",
     ) -> "Conversation":
         """A new conversation: one per agent conversation (ids ``P1``, ``P2``, …
         are unique within it, SPEC §10).
@@ -206,10 +236,20 @@ class Pruner:
         :class:`toolprune.redis_store.RedisStore`, shared by a gateway's
         instances). A store that fails makes the result pass raw (outcome
         ``failed``, reason ``store``) and ``omitted`` answer "try again".
+        ``form``: how :meth:`Turn.on_tool_result` (the blocking API) prunes —
+        ``"import"`` (default: one ``pruner.prune`` call, the guest calling
+        this host's ``scorer.score`` import, the scorer run on the calling
+        thread; use it wherever the caller blocks anyway) or ``"jobs"``
+        (``prune-job``: create, score the request, finish; the same bytes,
+        for tests that compare the forms and for callers that want the
+        asyncio API's mechanism). :meth:`Turn.on_tool_result_async` always
+        uses jobs: an event loop must not block inside a guest call.
 
         Raises :class:`TypeError` / :class:`ValueError` on bad arguments.
         """
         _require_str("agent", agent)
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
         if threshold is None:
             checked = self.settings.defaults().threshold
         else:
@@ -246,11 +286,13 @@ class Pruner:
             report=bool(report),
             deadline_cap_ms=cap,
             backend=backend,
+            form=form,
         )
 
     # --- stateless calls ----------------------------------------------------------------------
 
     def _limits(self, text_bytes: int, override: Limits) -> CallLimits:
+        """The guest's limits for a text of ``text_bytes`` bytes, with ``override``'s fields."""
         base = self.settings.call_limits_for(text_bytes)
         return CallLimits(
             fuel=base.fuel if override.fuel is None else override.fuel,
@@ -285,6 +327,41 @@ class Pruner:
             )
         return _convert.lift_inspection(self._stateless(size, "inspect", text))
 
+    # --- what the CLIs print (the guest's `report` interface) ---------------------------------
+
+    def prune_json(self, result: PruneResult, scorer: str) -> str:
+        """``prune --json``: the report of ``result`` as every CLI prints it
+        (``report.prune-json``: pretty-printed JSON, keys in the guest's
+        order, no newline at the end). ``scorer``: the scorer's label.
+        Raises :class:`GuestError`."""
+        _require_str("scorer", scorer)
+        failure = None
+        if result.failure is not None:
+            limit = result.failure.limit
+            failure = (kebab(result.failure.reason), None if limit is None else kebab(limit))
+        size = 65_536 + 256 * len(result.paragraphs) + 64 * len(result.failures)
+        return self._stateless(size, "prune-json", result._pruned, failure, clean(scorer))  # type: ignore[no-any-return]
+
+    def split_json(self, text: str) -> str:
+        """``split --json``: how pruning splits ``text`` (``report.split-json``;
+        no newline at the end). Raises :class:`TypeError`, :class:`ValueError`
+        (surrogates) or :class:`GuestError`."""
+        return self._stateless(self._checked_size(text) * 4 + 65_536, "split-json", text)  # type: ignore[no-any-return]
+
+    def split_table(self, text: str) -> str:
+        """``split``: the same as a table for people (``report.split-table``;
+        ends with a newline). Raises as :meth:`split_json`."""
+        return self._stateless(self._checked_size(text) * 4 + 65_536, "split-table", text)  # type: ignore[no-any-return]
+
+    def _checked_size(self, text: str) -> int:
+        _require_str("text", text)
+        size = utf8_len(text)
+        if size is None:
+            raise ValueError(
+                f"toolprune: text holds {surrogates(text)} surrogate code point(s); a WIT string cannot carry them"
+            )
+        return size
+
     def is_prunable(self, tool: Union[str, Sequence[str]], globs: Optional[Sequence[str]] = None) -> bool:
         """Whether results of ``tool`` may be pruned: ``tool`` is its name or
         every name the caller knows for it (``mcp__fetch__read_file``,
@@ -292,11 +369,6 @@ class Pruner:
         the guest's defaults, web-fetch tools) and no name is a file reader,
         shell, editor or ``omitted`` (SPEC §2, §15)."""
         return self.settings.is_prunable(tool, self.settings.defaults().prunable if globs is None else list(globs))
-
-    def stub_scores(self, request: ScoringRequest) -> ScoringResponse:
-        """The guest's word-overlap stub scores for ``request`` (its ``elapsed_ms`` is 0)."""
-        size = sum(len(c) for b in request.batches for c in b.chunks) * 4 + len(request.basis) * 4
-        return _convert.lift_response(self._stateless(size, "stub-scores", _convert.lower_request(request)))
 
     def config(self, environ: Optional[Mapping[str, str]] = None) -> Config:
         """The user's configuration (``settings.resolve`` of the variables the
@@ -339,12 +411,16 @@ class Pruner:
         jev_model: Optional[str] = None,
         log: Optional[LogSink] = None,
         rules_file: str = "rules",
+        form: str = "import",
     ) -> Any:
         """The judge router: where ``message`` goes by the rules file's text
-        ``rules`` (see :mod:`toolprune.judge`)."""
+        ``rules`` (see :mod:`toolprune.judge`). Blocking. ``form``:
+        ``import`` (``judge.decide``, the guest calling this host's
+        ``scorer.score`` import once) or ``jobs`` (``judge-job``); the same
+        decision either way."""
         from .judge import Judge
 
-        return Judge(self, rules, message, answers, scorer, jev_model, log, rules_file).route()
+        return Judge(self, rules, message, answers, scorer, jev_model, log, rules_file, form).route()
 
     async def route_async(
         self,
@@ -382,13 +458,66 @@ class _Job:
     """The raw ``scoring-request`` record, or None (no call due)."""
 
 
+@dataclass
+class _Ready:
+    """A checked tool result, its ``prune-input`` lowered, not yet pruned."""
+
+    tool: str
+    text: str
+    scorer: Any
+    record: Any
+    text_bytes: int
+
+
 class _StoreFailed(Exception):
     """The store could not read a record (``omitted`` answers "try again")."""
 
 
+class _ImportScorer:
+    """Answers the ``scorer.score`` import for one ``pruner.prune`` call: the
+    scorer runs under the host's deadline and cancellation
+    (:func:`~toolprune.scorers.run_sync`; its retries ask
+    ``settings.retry-delay`` on the settings' own instance, never the one
+    inside ``prune``). Every scorer failure, the deadline and cancellation
+    become answers, never a trap. The response is kept: a result whose id
+    moved while it was scored is finished again from it, and the scorer is
+    never asked twice."""
+
+    def __init__(self, scorer: Any, cancel: CancelToken, deadline: Callable[[ScoringRequest], int]) -> None:
+        self.scorer = scorer
+        self.cancel = cancel
+        self.deadline = deadline
+        self.calls = 0
+        """Import calls answered by asking the scorer (0 or 1)."""
+        self.response: Any = None
+        """The ``scoring-response`` record given to the guest, once it was asked."""
+
+    def __call__(self, request: Any) -> Any:
+        if self.response is not None:  # the guest asks once; never the scorer twice
+            return self.response
+        self.calls += 1
+        try:
+            lifted = _convert.lift_request(request)
+            scored = run_sync(self.scorer, lifted, self.cancel, self.deadline(lifted))
+            self.response = _convert.lower_response(scored.answers, scored.elapsed_ms)
+        except Exception:  # noqa: BLE001 - never a trap: every batch failed(network)
+            self.response = _convert.lower_response([None] * len(get(request, "batches")), 0)
+        return self.response
+
+    def replay(self, _request: Any) -> Any:
+        """For a replay after a trap (:func:`toolprune._engine.explain`): the
+        captured response, or a stop; never the scorer again."""
+        return self.response if self.response is not None else _convert.lower_response("cancelled", 0)
+
+
+def _never_asked(_request: Any) -> Any:
+    """The import's answer when the guest scores itself (never called: a stop)."""
+    return _convert.lower_response("cancelled", 0)
+
+
 class Conversation:
     """One agent conversation: settings, the store of pruned results (bounded,
-    oldest evicted first), the id counter, and an instance of the component
+    oldest evicted first), the id counter, and instances of the component
     (dropped after a trap, re-created for the next call). Made by
     :meth:`Pruner.conversation`. Thread-safe; results may be pruned
     concurrently (threads or asyncio): ids go in the order results finish,
@@ -397,6 +526,9 @@ class Conversation:
     No call raises on a guest failure: pruning returns the raw text,
     ``omitted`` the guest's "try again" text.
     """
+
+    _IDLE_MAX = 2
+    """Idle instances kept for the import form (each holds its linear memory)."""
 
     def __init__(
         self,
@@ -414,6 +546,7 @@ class Conversation:
         report: bool,
         deadline_cap_ms: Optional[int],
         backend: Optional[Store] = None,
+        form: str = "import",
     ) -> None:
         self.pruner = pruner
         self._compiled = pruner._compiled
@@ -430,9 +563,12 @@ class Conversation:
         self.limits = limits
         self.report = report
         self.deadline_cap_ms = deadline_cap_ms
-        self._lock = threading.RLock()  # the instance, the store and the counter
+        self.form = form
+        """``import`` or ``jobs``: how :meth:`Turn.on_tool_result` prunes."""
+        self._lock = threading.RLock()  # the jobs' instance, the store, the counter, the pool
         self._instance: Optional[Instance] = None
         self._generation = 0
+        self._idle: List[Instance] = []
         self._count = 0
         self._backend: Store = MemoryStore(store) if backend is None else backend
 
@@ -468,19 +604,36 @@ class Conversation:
         return self.pruner._limits(text_bytes, self.limits)
 
     def _live(self, limits: CallLimits) -> Instance:
-        """The live instance (made if needed). Caller holds the lock."""
+        """The jobs' instance (made if needed). Caller holds the lock."""
         if self._instance is None:
             self._generation += 1
             self._instance = Instance(self._compiled, limits.memory_bytes)
         return self._instance
 
+    def _take(self, limits: CallLimits) -> Instance:
+        """An instance for one ``prune`` call, the caller's alone until
+        :meth:`_give_back`: an idle one, else a new one. Raises :class:`Trapped`."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return Instance(self._compiled, limits.memory_bytes)
+
+    def _give_back(self, instance: Instance) -> None:
+        """Keeps an instance that did not trap for the next call (a few at most)."""
+        with self._lock:
+            if len(self._idle) < self._IDLE_MAX:
+                self._idle.append(instance)
+
     def _trapped(self, err: Trapped, limits: CallLimits, replay: _engine.Replay) -> HostFailure:
-        """Drops the instance after a trap; the failure, its limit named. Caller holds the lock."""
+        """Drops the jobs' instance after a trap; the failure, its limit named. Caller holds the lock."""
         self._instance = None
+        return self._explained(err, limits, replay)
+
+    def _explained(self, err: Trapped, limits: CallLimits, replay: _engine.Replay) -> HostFailure:
         err = _engine.explain(self._compiled, err, limits, replay)
         return HostFailure("guest_trap", err.limit, err.message)
 
-    def _host_failure(self, tool: str, text: str, failure: HostFailure) -> PruneResult:
+    def _host_failure(self, tool: str, text: str, failure: HostFailure, scorer_calls: int = 0) -> PruneResult:
         try:
             line = self._settings.failure_line("prune", self.agent, tool, failure.reason, failure.limit)
         except GuestError:
@@ -499,10 +652,31 @@ class Conversation:
             log_line=line,
             served_model=None,
             failure=failure,
+            scorer_calls=scorer_calls,
         )
 
+    def _pruned_calls(self) -> List[str]:
+        """The call keys of the results the store holds (for the repeat gate);
+        a store without ``calls()`` has none. Raises what the store raises."""
+        calls = getattr(self._backend, "calls", None)
+        if not callable(calls):
+            return []
+        return [str(c) for c in calls()]
+
     def _input(
-        self, request: str, tool: str, text: str, ok: bool, prunable: bool, report: bool, scorer: Any, model: Optional[str], *, cleaned: bool = False
+        self,
+        request: str,
+        tool: str,
+        text: str,
+        ok: bool,
+        prunable: bool,
+        report: bool,
+        scorer: Any,
+        model: Optional[str],
+        arguments: Optional[str],
+        pruned_calls: List[str],
+        *,
+        cleaned: bool = False,
     ) -> Any:
         fix: Callable[[Any], Any] = (lambda s: None if s is None else clean(s)) if cleaned else (lambda s: s)
         return _convert.record(
@@ -513,17 +687,28 @@ class Conversation:
             prunable=prunable,
             threshold=self.threshold,
             lang=self.lang,
-            scorer=fix(scorer_name(scorer)),
+            scorer=scorer_choice(scorer, fix),
             jev_model=fix(model),
             agent=fix(self.agent),
             tool=fix(tool),
             report=report,
+            arguments=fix(arguments),
+            pruned_calls=pruned_calls,
+            work_budget=self.limits.work,
         )
 
     def _prepare(
-        self, request: str, tool: Any, text: Any, ok: Any, prunable: Any, report: Optional[bool], scorer: Any
-    ) -> Union[_Job, PruneResult]:
-        """Checks the arguments and starts the job. Raises :class:`TypeError`
+        self,
+        request: str,
+        tool: Any,
+        text: Any,
+        ok: Any,
+        prunable: Any,
+        report: Optional[bool],
+        scorer: Any,
+        arguments: Arguments = None,
+    ) -> Union[_Ready, PruneResult]:
+        """Checks the arguments and lowers the input. Raises :class:`TypeError`
         for a non-``str`` text or tool (before any guest call)."""
         _require_str("text", text)
         _require_str("tool", tool)
@@ -533,6 +718,7 @@ class Conversation:
         model = self.jev_model if self.jev_model is not None else getattr(chosen, "jev_model", None)
         if model is not None:
             _require_str("jev_model", model)
+        args = _arguments_text(arguments)
         size = utf8_len(text)
         invalid: Optional[HostFailure] = None
         if size is None:
@@ -546,19 +732,34 @@ class Conversation:
                 ("the agent", self.agent),
                 ("the scorer name", scorer_name(chosen)),
                 ("the Jev model", model),
+                ("the arguments", args),
             ):
                 if value is not None and utf8_len(value) is None:
                     invalid = HostFailure(
                         "invalid_input", None, f"{what} holds {surrogates(value)} surrogate code point(s); the guest was not called"
                     )
                     break
+        try:
+            calls = self._pruned_calls() if args is not None else []
+        except Exception as err:  # any store failure: fail open
+            return self._host_failure(tool, text, HostFailure("store", None, f"calls: {type(err).__name__}"))
         if invalid is not None:
-            return self._ill_formed(request, tool, text, ok, prunable, chosen, model, invalid)
-        record = self._input(request, tool, text, ok, prunable, report, chosen, model)
-        return self._start(tool, text, chosen, record, size or 0)
+            return self._ill_formed(request, tool, text, ok, prunable, chosen, model, args, calls, invalid)
+        record = self._input(request, tool, text, ok, prunable, report, chosen, model, args, calls)
+        return _Ready(tool, text, chosen, record, size or 0)
 
     def _ill_formed(
-        self, request: str, tool: str, text: str, ok: bool, prunable: bool, scorer: Any, model: Optional[str], invalid: HostFailure
+        self,
+        request: str,
+        tool: str,
+        text: str,
+        ok: bool,
+        prunable: bool,
+        scorer: Any,
+        model: Optional[str],
+        arguments: Optional[str],
+        calls: List[str],
+        invalid: HostFailure,
     ) -> PruneResult:
         """A prune input that cannot cross a WIT ``string`` (surrogates). When
         a cheap gate this host knows fails (pruning off, the call failed, the
@@ -568,8 +769,8 @@ class Conversation:
         reason ``invalid_text`` / ``invalid_input``, the guest's failure line."""
         if self.enabled and ok and prunable:
             return self._host_failure(tool, text, invalid)
-        record = self._input(request, tool, text, ok, prunable, False, scorer, model, cleaned=True)
-        job = self._start(tool, text, scorer, record, len(clean(text).encode("utf-8")))
+        record = self._input(request, tool, text, ok, prunable, False, scorer, model, arguments, calls, cleaned=True)
+        job = self._start(_Ready(tool, text, scorer, record, len(clean(text).encode("utf-8"))))
         if isinstance(job, PruneResult):
             return job
         pruned = self._finish_raw(job, None)
@@ -577,11 +778,92 @@ class Conversation:
             return self._host_failure(tool, text, pruned)
         if get(pruned, "outcome") != "skipped":  # never: a host-known gate failed
             return self._host_failure(tool, text, invalid)
-        return self._result(text, pruned)
+        return self._result(text, pruned, 0)
 
-    def _start(self, tool: str, text: str, scorer: Any, record: Any, text_bytes: int) -> Union[_Job, PruneResult]:
+    # --- the import form -----------------------------------------------------------------
+
+    def _provisional_number(self) -> int:
+        """The id number a result finishing now would get, without taking it:
+        the store's ``peek_number()`` when it has one, else the last number
+        this conversation stored + 1 (a guess: checked at commit)."""
+        peek = getattr(self._backend, "peek_number", None)
+        if callable(peek):
+            try:
+                return int(peek())
+            except Exception:  # noqa: BLE001 - only a guess; the commit asks next_number()
+                pass
+        with self._lock:
+            return self._count + 1
+
+    def _prune_import(self, ready: _Ready, cancel: CancelToken) -> PruneResult:
+        """One ``pruner.prune`` call on an instance of its own, the scorer
+        answering the import on this thread, then the commit (:meth:`_commit`)."""
+        limits = self._call_limits(ready.text_bytes)
+        asker = None if internal(ready.scorer) else _ImportScorer(ready.scorer, cancel, self._deadline)
+        answer: _engine.Responder = _never_asked if asker is None else asker
+        provisional = min(max(self._provisional_number(), 1), 0xFFFF_FFFF)
+        try:
+            instance = self._take(limits)
+        except Trapped as err:
+            return self._host_failure(ready.tool, ready.text, HostFailure("guest_trap", err.limit, err.message))
+        try:
+            with _engine.scoring(answer):
+                pruned = instance.call(limits, "prune", ready.record, provisional)
+        except Trapped as err:
+
+            def replay(i: Instance, l: CallLimits) -> Any:
+                with _engine.scoring(_never_asked if asker is None else asker.replay):
+                    return i.call(l, "prune", ready.record, provisional)
+
+            calls = 0 if asker is None else asker.calls
+            return self._host_failure(ready.tool, ready.text, self._explained(err, limits, replay), calls)
+        calls = 0 if asker is None else asker.calls
+        committed = self._commit(instance, limits, ready, pruned, provisional, None if asker is None else asker.response)
+        if isinstance(committed, HostFailure):
+            return self._host_failure(ready.tool, ready.text, committed, calls)
+        self._give_back(instance)
+        return self._result(ready.text, committed, calls)
+
+    def _commit(self, instance: Instance, limits: CallLimits, ready: _Ready, pruned: Any, provisional: int, response: Any) -> Any:
+        """Stores an ``ok`` result under the next id and writes the guest's
+        line. When another result took ``provisional`` while this one was
+        scored, the result is finished again through a ``prune-job`` with
+        the captured ``response`` and the id it gets now (the guest is
+        deterministic: the same decisions; no second scorer call). Returns
+        the ``pruned`` record or a :class:`HostFailure`."""
+        with self._lock:
+            if get(pruned, "record") is not None:
+                try:
+                    number = int(self._backend.next_number())
+                    if not 1 <= number <= 0xFFFF_FFFF:
+                        raise ValueError("the store's id number is out of range")
+                except Exception as err:  # any store failure: fail open
+                    return HostFailure("store", None, f"next_number: {type(err).__name__}")
+                if number != provisional:
+                    try:
+                        handle = instance.call(limits, "[constructor]prune-job", ready.record)
+                        pruned = instance.call(limits, "[method]prune-job.finish", handle, response, number)
+                        instance.drop(limits, handle)
+                    except Trapped as err:
+                        return HostFailure("guest_trap", err.limit, err.message)
+                stored = get(pruned, "record")
+                if stored is not None:
+                    try:
+                        self._backend.put(_convert.lift_stored(stored))
+                    except Exception as err:  # any store failure: fail open
+                        return HostFailure("store", None, f"put: {type(err).__name__}")
+                    self._count = number
+            line = get(pruned, "log-line")
+            if line is not None:
+                self.log(line)
+        return pruned
+
+    # --- the jobs form -------------------------------------------------------------------
+
+    def _start(self, ready: _Ready) -> Union[_Job, PruneResult]:
         """``prune-job.new`` and its ``scoring-request``."""
-        limits = self._call_limits(text_bytes)
+        limits = self._call_limits(ready.text_bytes)
+        record = ready.record
 
         def replay(i: Instance, l: CallLimits) -> Any:
             return i.call(l, "[method]prune-job.scoring-request", i.call(l, "[constructor]prune-job", record))
@@ -591,22 +873,10 @@ class Conversation:
                 instance = self._live(limits)
                 handle = instance.call(limits, "[constructor]prune-job", record)
                 request = instance.call(limits, "[method]prune-job.scoring-request", handle)
-                return _Job(tool, text, scorer, record, limits, self._generation, handle, request)
+                return _Job(ready.tool, ready.text, ready.scorer, record, limits, self._generation, handle, request)
             except Trapped as err:
                 failure = self._trapped(err, limits, replay)
-        return self._host_failure(tool, text, failure)
-
-    def _stub(self, job: _Job) -> Union[Scored, HostFailure]:
-        """The guest's stub scores for ``job``, on this conversation's
-        instance, passed on as the guest made them (``elapsed-ms`` 0: nothing
-        was waited for)."""
-        with self._lock:
-            try:
-                instance = self._live(job.limits)  # a fresh one if the job's was dropped: the request is a plain value
-                response = instance.call(job.limits, "stub-scores", job.request)
-            except Trapped as err:
-                return self._trapped(err, job.limits, lambda i, l: i.call(l, "stub-scores", job.request))
-        return Scored(get(response, "answers"), get(response, "elapsed-ms"))
+        return self._host_failure(ready.tool, ready.text, failure)
 
     def _deadline(self, request: ScoringRequest) -> int:
         ms = request.policy.deadline_ms
@@ -614,21 +884,15 @@ class Conversation:
             ms = min(ms, self.deadline_cap_ms)
         return ms
 
-    def _score_sync(self, job: _Job, cancel: CancelToken) -> Union[Scored, HostFailure, None]:
+    def _score_sync(self, job: _Job, cancel: CancelToken) -> Optional[Scored]:
         if job.request is None:
             return None
-        if job.scorer == STUB:
-            return Scored("cancelled", 0) if cancel.cancelled else self._stub(job)
         request = _convert.lift_request(job.request)
         return run_sync(job.scorer, request, cancel, self._deadline(request))
 
-    async def _score_async(self, job: _Job, cancel: CancelToken) -> Union[Scored, HostFailure, None]:
+    async def _score_async(self, job: _Job, cancel: CancelToken) -> Optional[Scored]:
         if job.request is None:
             return None
-        import asyncio
-
-        if job.scorer == STUB:
-            return Scored("cancelled", 0) if cancel.cancelled else await asyncio.to_thread(self._stub, job)
         request = _convert.lift_request(job.request)
         return await run_async(job.scorer, request, cancel, self._deadline(request))
 
@@ -674,14 +938,13 @@ class Conversation:
                 self.log(line)
         return pruned
 
-    def _finish(self, job: _Job, scored: Union[Scored, HostFailure, None]) -> PruneResult:
-        if isinstance(scored, HostFailure):
-            self._discard(job)
-            return self._host_failure(job.tool, job.text, scored)
+    def _finish(self, job: _Job, scored: Optional[Scored]) -> PruneResult:
+        """Finishes a job with what its scorer answered (None: no request was due)."""
+        calls = 0 if job.request is None or scored is None else 1
         pruned = self._finish_raw(job, scored)
         if isinstance(pruned, HostFailure):
-            return self._host_failure(job.tool, job.text, pruned)
-        return self._result(job.text, pruned)
+            return self._host_failure(job.tool, job.text, pruned, calls)
+        return self._result(job.text, pruned, calls)
 
     def _discard(self, job: _Job) -> None:
         """Frees a job that will not be finished."""
@@ -696,7 +959,7 @@ class Conversation:
             except Trapped:
                 self._instance = None
 
-    def _result(self, text: str, pruned: Any) -> PruneResult:
+    def _result(self, text: str, pruned: Any, scorer_calls: int) -> PruneResult:
         body = get(pruned, "body")
         stored = get(pruned, "record")
         shape = get(pruned, "shape")
@@ -715,6 +978,8 @@ class Conversation:
             served_model=get(pruned, "served-model"),
             paragraphs=_convert.lift_paragraphs(get(pruned, "paragraphs")),
             failures=_convert.lift_failures(get(pruned, "failures")),
+            scorer_calls=scorer_calls,
+            _pruned=pruned,
         )
 
     # --- the way back ----------------------------------------------------------------------
@@ -756,7 +1021,7 @@ class Conversation:
                         held = None
                     if store_failure is not None:
                         raise _StoreFailed()
-                    found = None if held is None else _convert.record(id=held.id, chars=held.chars, data=held.data)
+                    found = None if held is None else _convert.lower_stored(held)
                 if found is not None:
                     limits = self._call_limits(size + 4 * get(found, "chars"))
                 answer = instance.call(limits, "answer", args, self.lang, agent, found)
@@ -820,6 +1085,7 @@ class Turn:
         prunable: bool = False,
         report: Optional[bool] = None,
         scorer: Optional[ScorerLike] = None,
+        arguments: Arguments = None,
     ) -> PruneResult:
         """Prunes one tool result, blocking while it is scored. Stores an
         ``ok`` result and writes the guest's log line. Fails open: on any
@@ -829,11 +1095,26 @@ class Turn:
         ``prunable``: the tool was declared prunable (default not; see
         :meth:`Pruner.is_prunable`). ``report``: fill ``paragraphs``
         (default: the conversation's). ``scorer``: this result's scorer
-        (default: the conversation's). Raises :class:`TypeError` when
-        ``text`` or ``tool`` is not a ``str``.
+        (default: the conversation's). ``arguments``: the tool call's
+        arguments (the JSON text the door received, or a mapping) for the
+        repeat gate (SPEC §2): the same tool called again with the same
+        arguments after its result was pruned passes unpruned (outcome
+        ``skipped``, gate ``repeated``, with a log line); None: no repeat is
+        detected. Never sent, logged or stored (only a digest of them).
+
+        By the conversation's ``form``: ``import`` (one ``pruner.prune``
+        call; the scorer runs on this thread inside the guest's
+        ``scorer.score`` import) or ``jobs``. Safe from several threads at
+        once. Raises :class:`TypeError` when ``text`` or ``tool`` is not a
+        ``str``, or ``arguments`` is not a text, a mapping or None.
         """
         conv = self.conversation
-        job = conv._prepare(self.request, tool, text, ok, prunable, report, scorer)
+        ready = conv._prepare(self.request, tool, text, ok, prunable, report, scorer, arguments)
+        if isinstance(ready, PruneResult):
+            return ready
+        if conv.form == "import":
+            return conv._prune_import(ready, self.cancel_token)
+        job = conv._start(ready)
         if isinstance(job, PruneResult):
             return job
         return conv._finish(job, conv._score_sync(job, self.cancel_token))
@@ -847,22 +1128,29 @@ class Turn:
         prunable: bool = False,
         report: Optional[bool] = None,
         scorer: Optional[ScorerLike] = None,
+        arguments: Arguments = None,
     ) -> PruneResult:
-        """:meth:`on_tool_result` without blocking the event loop: the guest's
-        steps run in a worker thread (wasmtime releases the GIL while wasm
-        runs) and the scorer is awaited on the loop (its ``score_async``, else
-        its ``score`` in a thread). Several results may be pruned
-        concurrently (``asyncio.gather``). Cancelling the awaiting task
-        finishes the job as ``cancelled`` (its log line is written) and
-        re-raises :class:`asyncio.CancelledError`."""
+        """:meth:`on_tool_result` without blocking the event loop, always
+        through jobs (whatever the conversation's ``form``: a guest call
+        must not wait for a scorer on the loop): the guest's steps run in a
+        worker thread (wasmtime releases the GIL while wasm runs) and the
+        scorer is awaited on the loop (its ``score_async``, else its
+        ``score`` in a thread). Several results may be pruned concurrently
+        (``asyncio.gather``). Cancelling the awaiting task finishes the job
+        as ``cancelled`` (its log line is written) and re-raises
+        :class:`asyncio.CancelledError`."""
         import asyncio
 
         conv = self.conversation
         _require_str("text", text)
         _require_str("tool", tool)
-        starting = asyncio.ensure_future(
-            asyncio.to_thread(conv._prepare, self.request, tool, text, ok, prunable, report, scorer)
-        )
+        _arguments_text(arguments)
+
+        def begin() -> Union[_Job, PruneResult]:
+            ready = conv._prepare(self.request, tool, text, ok, prunable, report, scorer, arguments)
+            return ready if isinstance(ready, PruneResult) else conv._start(ready)
+
+        starting = asyncio.ensure_future(asyncio.to_thread(begin))
         try:
             job = await asyncio.shield(starting)
         except asyncio.CancelledError:

@@ -12,7 +12,10 @@ no name or address is written to Redis):
   TTL (``ttl_s``);
 - ``i`` / ``c`` — the scope's records oldest first and their characters,
   for the size bound: past ``max_records`` or ``max_chars`` the oldest are
-  deleted, in one Lua script (atomic across instances).
+  deleted, in one Lua script (atomic across instances);
+- ``k`` — the records' call keys (``StoredResult.call``, digests the guest
+  made, never arguments) by id, for the repeat gate (:meth:`RedisStore.calls`);
+  an evicted record's key goes with it.
 
 A record of another scope is never read: ``get`` only looks under its own
 prefix, so another user's or team's ``P3`` answers ``not_found``. Needs the
@@ -22,16 +25,17 @@ prefix, so another user's or team's ``P3`` answers ``not_found``. Needs the
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from .types import StoredResult
 
-# KEYS: record, index list, chars hash, total.  ARGV: id, value, chars, ttl, max_records, max_chars, prefix
+# KEYS: record, index list, chars hash, total, calls hash.  ARGV: id, value, chars, ttl, max_records, max_chars, prefix, call ('' = none)
 _PUT = """
 local ttl = tonumber(ARGV[4])
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ttl)
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[5], ARGV[1], ARGV[8]) end
 redis.call('INCRBY', KEYS[4], ARGV[3])
 local max_records = tonumber(ARGV[5])
 local max_chars = tonumber(ARGV[6])
@@ -46,6 +50,7 @@ while true do
     redis.call('LPOP', KEYS[2])
     local c = tonumber(redis.call('HGET', KEYS[3], oldest) or '0')
     redis.call('HDEL', KEYS[3], oldest)
+    redis.call('HDEL', KEYS[5], oldest)
     redis.call('DECRBY', KEYS[4], c)
     redis.call('DEL', ARGV[7] .. oldest)
     if oldest == ARGV[1] then evicted = 1 end
@@ -53,6 +58,7 @@ end
 redis.call('EXPIRE', KEYS[2], ttl)
 redis.call('EXPIRE', KEYS[3], ttl)
 redis.call('EXPIRE', KEYS[4], ttl)
+redis.call('EXPIRE', KEYS[5], ttl)
 return evicted
 """
 
@@ -106,11 +112,11 @@ class RedisStore:
         record over ``max_chars`` on its own is evicted at once: raises
         :class:`ValueError` (the result then passes raw: nothing would
         answer its id)."""
-        value = json.dumps({"id": record.id, "chars": record.chars, "data": record.data}, ensure_ascii=False)
+        value = json.dumps({"id": record.id, "chars": record.chars, "call": record.call, "data": record.data}, ensure_ascii=False)
         b = self._base
         evicted = self._put(
-            keys=[b + "r:" + record.id, b + "i", b + "c", b + "t"],
-            args=[record.id, value, record.chars, self.ttl_s, self.max_records, self.max_chars, b + "r:"],
+            keys=[b + "r:" + record.id, b + "i", b + "c", b + "t", b + "k"],
+            args=[record.id, value, record.chars, self.ttl_s, self.max_records, self.max_chars, b + "r:", record.call or ""],
         )
         if int(evicted):
             raise ValueError("the record is over the store's max_chars")
@@ -123,7 +129,13 @@ class RedisStore:
         if raw is None:
             return None
         rec = json.loads(raw)
-        return StoredResult(id=str(rec["id"]), chars=int(rec["chars"]), data=str(rec["data"]))
+        call = rec.get("call")
+        return StoredResult(id=str(rec["id"]), chars=int(rec["chars"]), data=str(rec["data"]), call=None if call is None else str(call))
+
+    def calls(self) -> List[str]:
+        """The call keys of the scope's records (those that have one), for the
+        repeat gate (SPEC §2). Raises the client's errors."""
+        return [v.decode() if isinstance(v, bytes) else str(v) for v in self.client.hvals(self._base + "k")]
 
 
 __all__ = ["RedisStore"]

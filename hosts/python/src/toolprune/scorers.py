@@ -22,8 +22,9 @@ something that is not an answer is a scorer failure: every batch
 ``failed(network)``, and the guest writes the ``failed`` line.
 
 Built in: ``"offline"`` (the guest's own BM25 scorer: no request at all),
-``"stub"`` (word overlap, the guest's ``stub-scores``: tests and demos, not
-a relevance model), :class:`ScriptedScorer` (fixed answers, for tests) and
+``"stub"`` (word overlap scored inside the guest, ``scorer-choice.stub``:
+tests and demos, not a relevance model; no request either),
+:class:`ScriptedScorer` (fixed answers, for tests) and
 :class:`toolprune.jev.JevScorer` (``"jev"``).
 """
 
@@ -44,7 +45,7 @@ from .types import BatchAnswer, Failed, JevResponse, Scores, ScoringRequest, Sco
 OFFLINE = "offline"
 """The guest's offline lexical scorer (``scorer-choice::offline``)."""
 STUB = "stub"
-"""The guest's word-overlap stub, answered through ``pruner.stub-scores``."""
+"""The guest's word-overlap stub (``scorer-choice::stub``): scored inside the guest, no request."""
 
 
 class CancelToken:
@@ -146,13 +147,28 @@ def check_scorer(scorer: Any) -> Any:
     return scorer
 
 
-def scorer_name(scorer: Any) -> Optional[str]:
-    """The ``host(name)`` label, or None for the offline scorer."""
-    if scorer == OFFLINE:
-        return None
-    if scorer == STUB:
-        return STUB
+def scorer_name(scorer: Any) -> str:
+    """The scorer's label (the log's ``scorer=``): ``offline``, ``stub`` or the object's ``name``."""
+    if scorer in (OFFLINE, STUB):
+        return scorer  # type: ignore[no-any-return]
     return scorer.name  # type: ignore[no-any-return]
+
+
+def internal(scorer: Any) -> bool:
+    """The guest scores itself (offline, stub): no request, no host call."""
+    return scorer in (OFFLINE, STUB)
+
+
+def scorer_choice(scorer: Any, fix: Callable[[str], str] = lambda s: s) -> Any:
+    """The WIT ``scorer-choice`` (a tagged variant in wasmtime-py):
+    ``offline``, ``stub`` or ``host(name)`` (the name through ``fix``)."""
+    from wasmtime.component import Variant
+
+    if scorer == OFFLINE:
+        return Variant("offline")
+    if scorer == STUB:
+        return Variant("stub")
+    return Variant("host", fix(scorer.name))
 
 
 def _takes_cancel(fn: Any) -> bool:

@@ -102,7 +102,7 @@ class Settings:
                 raise GuestError(HostFailure("guest_trap", err.limit, err.message)) from None
 
     def version(self) -> str:
-        """The component's contract version (``0.2.0``)."""
+        """The component's contract version (``0.3.0``)."""
         if self._version is None:
             self._version = self._call(0, "version")
         return self._version

@@ -1,8 +1,9 @@
 """Where a conversation keeps its pruned results for ``omitted`` (SPEC §10).
 
-A :class:`~toolprune.Conversation` asks its store for two things: the next
-id number (the guest writes ``P{number}`` into the markers) and the record
-of an id. The default, :class:`MemoryStore`, is the in-process store every
+A :class:`~toolprune.Conversation` asks its store for the next id number
+(the guest writes ``P{number}`` into the markers), the record of an id,
+and — for the repeat gate (SPEC §2) — the call keys of the records it
+holds (``StoredResult.call``: digests the guest made, never arguments). The default, :class:`MemoryStore`, is the in-process store every
 host has: bounded by the guest's limits (count and characters), oldest
 evicted first. Another store (:class:`toolprune.redis_store.RedisStore`:
 shared by the instances of an MCP gateway) plugs in through
@@ -54,6 +55,18 @@ class Store(Protocol):
         hold it (never held, evicted, expired, or another scope's)."""
         ...
 
+    # Optional (looked up with getattr, so stores written for contract 0.2 still work):
+    #
+    # def calls(self) -> List[str]:
+    #     """The ``call`` keys of the records held (those that have one), for
+    #     the repeat gate: passed to the guest as ``prune-input.pruned-calls``.
+    #     Without it no repeat is ever detected."""
+    #
+    # def peek_number(self) -> int:
+    #     """What :meth:`next_number` would answer now, without taking it (the
+    #     import form's first guess of a result's id; a wrong guess only costs
+    #     one more guest call). Without it the conversation guesses."""
+
 
 class MemoryStore:
     """The in-process store: bounded by ``limits`` (``max_records`` and
@@ -68,8 +81,19 @@ class MemoryStore:
         self._chars = 0
 
     def next_number(self) -> int:
+        """The last number stored + 1 (a number is taken by :meth:`put`)."""
         with self._lock:
             return self._count + 1
+
+    def peek_number(self) -> int:
+        """What :meth:`next_number` answers (it takes nothing here)."""
+        with self._lock:
+            return self._count + 1
+
+    def calls(self) -> List[str]:
+        """The call keys of the records held, oldest first (SPEC §2: the repeat gate)."""
+        with self._lock:
+            return [r.call for r in self._records.values() if r.call is not None]
 
     def put(self, record: StoredResult) -> None:
         with self._lock:

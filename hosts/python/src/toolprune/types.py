@@ -1,4 +1,4 @@
-"""The values of ``toolprune:pruner@0.2`` as plain Python dataclasses.
+"""The values of ``toolprune:pruner@0.3`` as plain Python dataclasses.
 
 Field names follow Python style (``raw_chars`` for ``raw-chars``). Enum
 values are the WIT case names converted generically (:func:`snake`:
@@ -11,7 +11,7 @@ counted by the guest: the host never counts characters.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 Lang = str
 """Language of markers, ``omitted`` answers and the tool description: a case
@@ -138,6 +138,11 @@ class Counts:
     jev_tokens: int
     ms: Optional[int]
     """Scoring wall time in ms; None when no host scorer answered (not measured)."""
+    work: int = 0
+    """Work units the guest counted for this result (bytes scanned, paragraphs
+    scored, …): the same in every host and both forms (SPEC §7). Past the
+    budget (``Limits.work``, else the guest's own, sized from the text) the
+    result is ``failed`` and its line says ``reason=budget``."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,11 @@ class StoredResult:
     data: str
     """The shape, unit count and dropped units in the guest's own encoding:
     stored as it is, passed back to ``omitted``, never read by the host."""
+    call: Optional[str] = None
+    """The key of the call that gave this result (a digest of the tool's name
+    and canonical arguments, never the arguments), or None when the
+    arguments were not given: a store hands the keys of its records back as
+    ``prune-input.pruned-calls`` for the repeat gate (SPEC §2)."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +217,10 @@ class PruneResult:
     """``ok``, ``skipped``, ``structured``, ``no_basis``, ``all_dropped``,
     ``nothing_dropped``, ``below_floor``, ``timeout``, ``failed``, ``cancelled``."""
     gate: Optional[str]
-    """For ``skipped``: ``disabled``, ``tool_failed``, ``not_prunable`` or ``too_short``."""
+    """For ``skipped``: ``disabled``, ``tool_failed``, ``not_prunable``,
+    ``too_short`` or ``repeated`` (the same tool with the same arguments
+    after an earlier result of that call was pruned: the model asked again,
+    it gets everything; the one gate that writes a log line)."""
     id: Optional[str]
     """The stored id (``P3``) when the outcome is ``ok`` and something was stored."""
     shape: Optional[str]
@@ -226,6 +239,13 @@ class PruneResult:
     failures: List[BatchFailure] = field(default_factory=list)
     failure: Optional[HostFailure] = None
     """Set when the host could not get a guest answer (then ``body is raw``)."""
+    scorer_calls: int = 0
+    """How many times the host's scorer was asked to score this result: 0
+    (a gate stopped it, nothing was scorable, the guest scored it itself:
+    offline or stub) or 1 — the ``scorer.score`` import call (import form)
+    or the job's request scored (jobs form); never more."""
+    _pruned: Any = field(default=None, repr=False, compare=False)
+    """The guest's ``pruned`` record as it came (for ``report.prune-json``); None on a host failure."""
 
 
 @dataclass(frozen=True)
@@ -277,6 +297,10 @@ class Limits:
     """Linear memory of an instance at most."""
     fuel: Optional[int] = None
     """Fuel for each call into the guest."""
+    work: Optional[int] = None
+    """The guest's work budget of every result (``prune-input.work-budget``,
+    SPEC §7: the deterministic budget that decides, in units the guest
+    counts); None: the guest's own, sized from the text."""
 
 
 # --- configuration --------------------------------------------------------------------
