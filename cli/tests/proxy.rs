@@ -79,3 +79,63 @@ fn a_file_reader_behind_a_proxy_named_fetch_is_offered_no_request_and_never_prun
     drop(stdin);
     let _ = child.wait();
 }
+
+/// A stdio server that writes its whole stdin to the file `argv[1]` as it
+/// came and, after the first line, writes `argv[2]` (hex) to stdout as it
+/// is, then exits when its stdin ends.
+const RAW_SERVER: &str = r#"
+import sys
+out = open(sys.argv[1], "wb")
+first = sys.stdin.buffer.readline()
+out.write(first)
+sys.stdout.buffer.write(bytes.fromhex(sys.argv[2]))
+sys.stdout.buffer.flush()
+out.write(sys.stdin.buffer.read())
+out.close()
+"#;
+
+/// Runs the proxy (pruning on or off) in front of [`RAW_SERVER`] answering
+/// `answer`; the client writes `request`, closes its stdin and reads to the
+/// end. Returns (what the client read, what the server read).
+fn through_proxy(request: &[u8], answer: &[u8], pruning: bool) -> (Vec<u8>, Vec<u8>) {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let received = dir.path().join("received");
+    std::fs::write(dir.path().join("config.toml"), format!("enabled = {pruning}\n")).unwrap();
+    let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
+    let mut child = Command::new(BIN)
+        .args(["mcp-proxy", "--name", "fetch", "--", "python3", "-c", RAW_SERVER])
+        .arg(&received)
+        .arg(hex)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("TOOLPRUNE_CONFIG", dir.path().join("config.toml"))
+        .env("TOOLPRUNE_STORE_DIR", dir.path().join("store"))
+        .env("TOOLPRUNE_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("toolprune-proxy-tests-cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(request).unwrap();
+    drop(stdin);
+    let mut got = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut got).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0), "the server's exit status");
+    (got, std::fs::read(&received).unwrap())
+}
+
+#[test]
+fn the_proxy_forwards_line_ends_as_they_came_and_adds_none_to_a_last_fragment() {
+    // What a direct connection gives: a CRLF line, a blank line, a
+    // notification, and a last line with no line end before EOF.
+    let answer = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1}}";
+    let request = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}";
+    for pruning in [false, true] {
+        let (client_got, server_got) = through_proxy(request, answer, pruning);
+        assert_eq!(String::from_utf8_lossy(&client_got), String::from_utf8_lossy(answer), "server → client, pruning {pruning}");
+        assert_eq!(String::from_utf8_lossy(&server_got), String::from_utf8_lossy(request), "client → server, pruning {pruning}");
+    }
+}

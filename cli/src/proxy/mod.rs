@@ -546,11 +546,11 @@ pub fn run(args: ProxyArgs) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Writes every line of `rx` (adding the newline) to `out`, flushing after
-/// each; stops at the first write error (the peer is gone).
+/// Writes every line of `rx` to `out` as it is (each carries its own line
+/// end, or none: a peer's last line before its end of output), flushing
+/// after each; stops at the first write error (the peer is gone).
 pub async fn write_lines(mut rx: mpsc::UnboundedReceiver<String>, mut out: impl AsyncWrite + Unpin) -> bool {
-    while let Some(mut line) = rx.recv().await {
-        line.push('\n');
+    while let Some(line) = rx.recv().await {
         if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
             return false;
         }
@@ -559,28 +559,19 @@ pub async fn write_lines(mut rx: mpsc::UnboundedReceiver<String>, mut out: impl 
     true
 }
 
-/// Reads `\n`-terminated lines (a final unterminated line too), without the
-/// newline (and a `\r` before it); invalid UTF-8 is passed on lossily —
-/// JSON-RPC is UTF-8.
+/// Reads one line as the peer wrote it: its bytes up to and including the
+/// `\n` (so a `\r\n` stays one, and a blank line is a line), or, for the
+/// last line before the end of input, up to the end with no line end added
+/// (a direct connection would get that fragment as it is). None at the end
+/// of input. Invalid UTF-8 is passed on lossily: JSON-RPC is UTF-8.
 pub async fn next_line(reader: &mut (impl tokio::io::AsyncBufRead + Unpin), buf: &mut Vec<u8>) -> Option<String> {
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', buf).await {
-            Ok(0) | Err(_) => return None,
-            Ok(_) => {
-                let mut end = buf.len();
-                if buf[end - 1] == b'\n' {
-                    end -= 1;
-                    if end > 0 && buf[end - 1] == b'\r' {
-                        end -= 1;
-                    }
-                }
-                if end == 0 {
-                    continue;
-                }
-                return Some(String::from_utf8_lossy(&buf[..end]).into_owned());
-            }
-        }
+    buf.clear();
+    match reader.read_until(b'\n', buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(match String::from_utf8(std::mem::take(buf)) {
+            Ok(line) => line,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }),
     }
 }
 
