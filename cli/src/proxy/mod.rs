@@ -22,7 +22,9 @@
 //!   one tool result by the library (`toolprune::Conversation`, one for the
 //!   proxy's life); `isError` results, other blocks, `structuredContent` and
 //!   `_meta` pass untouched; the request argument is removed before the
-//!   call goes upstream;
+//!   call goes upstream. Only once the client's last `tools/list` carried
+//!   the proxy's `omitted`: before any listing, or when the server lists an
+//!   `omitted` of its own, the model has no way back, so nothing is pruned;
 //! - a `tools/call` of `omitted`: answered by the proxy from its store.
 //!
 //! Fail-open: any proxy-side failure (a trap, the scorer, a timeout, a
@@ -153,6 +155,12 @@ pub struct Core {
     listing_prunable: AtomicBool,
     /// The upstream lists an `omitted` tool of its own: ours stays out.
     upstream_omitted: AtomicBool,
+    /// The client's last complete `tools/list` carried the proxy's
+    /// `omitted`: only then is a result pruned (SPEC §10: no marker without
+    /// a way back). Unset until a listing ends with it, and again when a
+    /// listing ends without it (the upstream has an `omitted` of its own, or
+    /// no prunable tool is listed any more).
+    omitted_listed: AtomicBool,
     /// Prunable calls from their request until their answer is delivered:
     /// a client's `notifications/cancelled` (or the upstream going away)
     /// stops their scoring.
@@ -175,6 +183,7 @@ impl Core {
             colliding: Mutex::new(HashSet::new()),
             listing_prunable: AtomicBool::new(false),
             upstream_omitted: AtomicBool::new(false),
+            omitted_listed: AtomicBool::new(false),
             cancels: Mutex::new(HashMap::new()),
             pruning_now: AtomicUsize::new(0),
         })
@@ -267,7 +276,10 @@ impl Core {
                     return;
                 }
                 let tool = call.name.to_string();
-                if !self.is_prunable(&tool) {
+                // No way back, no pruning: the client was never shown our
+                // `omitted` (no listing yet, or the upstream's own `omitted`
+                // would take the model's read-back calls).
+                if !self.omitted_listed.load(Ordering::SeqCst) || !self.is_prunable(&tool) {
                     let _ = upstream.send(line.clone());
                     return;
                 }
@@ -410,8 +422,12 @@ impl Core {
                 }
             }
         }
-        if !page.has_next && self.listing_prunable.load(Ordering::SeqCst) && !self.upstream_omitted.load(Ordering::SeqCst) {
-            edits.push(message::append_tool_edit(line, &page, &pruning.omitted_tool));
+        if !page.has_next {
+            let ours = self.listing_prunable.load(Ordering::SeqCst) && !self.upstream_omitted.load(Ordering::SeqCst);
+            if ours {
+                edits.push(message::append_tool_edit(line, &page, &pruning.omitted_tool));
+            }
+            self.omitted_listed.store(ours, Ordering::SeqCst);
         }
         if edits.is_empty() {
             return None;
