@@ -23,6 +23,19 @@ fn fixture(agent: &str, name: &str) -> Value {
     value
 }
 
+/// Registers toolprune's `omitted` MCP server in every agent's settings
+/// under `home` (the hooks prune only where the model can call it): Gemini
+/// CLI's trusted (a headless run offers no untrusted server's tools).
+fn register_omitted_servers(home: &Path) {
+    for dir in [".gemini", ".cursor", ".codex"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    std::fs::write(home.join(".gemini/settings.json"), "{\n  // jsonc\n  \"mcpServers\": {\"toolprune\": {\"command\": \"toolprune\", \"args\": [\"mcp\"], \"trust\": true}}\n}\n").unwrap();
+    std::fs::write(home.join(".claude.json"), r#"{"mcpServers": {"toolprune": {"type": "stdio", "command": "toolprune", "args": ["mcp"]}}}"#).unwrap();
+    std::fs::write(home.join(".cursor/mcp.json"), r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"]}}}"#).unwrap();
+    std::fs::write(home.join(".codex/config.toml"), "[mcp_servers.toolprune]\ncommand = \"toolprune\"\nargs = [\"mcp\"]\n").unwrap();
+}
+
 /// A scratch HOME and store for one test.
 struct Scratch {
     _dir: tempfile::TempDir,
@@ -35,9 +48,7 @@ impl Scratch {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
-        // Gemini CLI's settings with toolprune's MCP server (the hook tail-calls it only then).
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        std::fs::write(home.join(".gemini/settings.json"), "{\n  // jsonc\n  \"mcpServers\": {\"toolprune\": {\"command\": \"toolprune\", \"args\": [\"mcp\"]}}\n}\n").unwrap();
+        register_omitted_servers(&home);
         let store = dir.path().join("store");
         Scratch { home, store, _dir: dir, extra: Vec::new() }
     }
@@ -635,6 +646,7 @@ fn install_writes_through_a_symlinked_settings_file_and_uninstall_keeps_the_link
 #[test]
 fn install_into_settings_whose_keys_hold_something_else_is_refused_and_writes_nothing() {
     let scratch = Scratch::new();
+    std::fs::remove_file(scratch.home.join(".claude.json")).unwrap();
     std::fs::create_dir_all(scratch.home.join(".claude")).unwrap();
     let settings = r#"{"hooks": "none", "permissions": {"allow": "all"}}"#;
     std::fs::write(scratch.home.join(".claude/settings.json"), settings).unwrap();
@@ -833,4 +845,140 @@ fn a_file_reader_of_a_server_named_with_a_globs_word_is_never_pruned_by_any_agen
         assert_eq!(answer["hookSpecificOutput"]["tailToolCallRequest"]["name"], "mcp_toolprune_omitted", "{answer}\n{}", scratch.log());
     }
     assert_eq!(scratch.log().matches("reason=not_prunable").count(), negatives, "{}", scratch.log());
+}
+
+// -- The way back (issue 25 §5) -------------------------------------------------------
+
+/// The dropped-paragraph records (`P<n>.json`) in every session of the store.
+fn stored_records(scratch: &Scratch) -> usize {
+    scratch
+        .session_dirs()
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with('P') && e.file_name().to_string_lossy().ends_with(".json"))
+        .count()
+}
+
+/// Gemini CLI's user policy that allows the extension's `omitted`.
+const GEMINI_POLICY: &str = "[[rule]]\nmcpName = \"toolprune\"\ntoolName = \"omitted\"\ndecision = \"allow\"\npriority = 100\n";
+
+#[test]
+fn an_omitted_result_is_never_pruned_at_any_hook_door_even_when_every_tool_is_prunable() {
+    let scratch = Scratch::new();
+    std::fs::write(scratch.home.join("config.toml"), "prunable = [\"*\"]\n").unwrap();
+    std::fs::create_dir_all(scratch.home.join(".gemini/policies")).unwrap();
+    std::fs::write(scratch.home.join(".gemini/policies/toolprune.toml"), GEMINI_POLICY).unwrap();
+    let config = scratch.home.join("config.toml").to_string_lossy().into_owned();
+    let scratch = scratch.with("TOOLPRUNE_CONFIG", config);
+    // Settings' hooks and plugins' hooks (`--plugin`), on every name the agent gives our `omitted`.
+    let hook = |agent: &str, plugin: bool, event: &Value| -> String {
+        if !plugin {
+            return scratch.hook(agent, event);
+        }
+        let out = scratch.run(&["hook", agent, "--plugin"], event.to_string().as_bytes());
+        assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let never = |answer: &str, what: &str| assert!(!answer.contains("[Omitted by relevance"), "{what}: an omitted result was pruned: {answer}");
+    let mut seen = 0;
+    for plugin in [false, true] {
+        let session = format!("w-{plugin}");
+        scratch.hook("claude-code", &claude_prompt(&session));
+        scratch.hook("codex", &codex_prompt(&session));
+        scratch.hook("gemini", &with(fixture("gemini", "BeforeAgent.stdin.json"), json!({"session_id": session, "prompt": PROMPT})));
+        let cursor_prompt = with(fixture("cursor", "beforeSubmitPrompt.stdin.json"), json!({"prompt": PROMPT, "conversation_id": session}));
+        scratch.hook("cursor", &cursor_prompt);
+        for name in ["mcp__toolprune__omitted", "mcp__plugin_toolprune_toolprune__omitted"] {
+            let event = with(claude_fetch(&session), json!({"tool_name": name, "mcp_server": {"name": "toolprune"}}));
+            assert_eq!(hook("claude-code", plugin, &event), "", "Claude Code {name}, plugin {plugin}");
+            let event = with(codex_fetch(&session), json!({"tool_name": name}));
+            assert_eq!(hook("codex", plugin, &event), "", "Codex {name}, plugin {plugin}");
+            seen += 2;
+        }
+        let event = with(gemini_after_tool(&session), json!({"tool_name": "mcp_toolprune_omitted", "mcp_context": {"server_name": "toolprune", "tool_name": "omitted"}, "tool_input": {"id": "P1", "from": 0, "to": 3}}));
+        let answer = hook("gemini", plugin, &event);
+        never(&answer, "Gemini CLI");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        let tail = &answer["hookSpecificOutput"]["tailToolCallRequest"];
+        assert!(tail["args"].get("body").is_none() && tail["args"]["id"] == "P1", "Gemini: the model's own read-back, never a stored body: {answer}");
+        for name in ["MCP:omitted", "omitted", "MCP:toolprune:omitted"] {
+            let output = json!({"content": [{"type": "text", "text": page()}], "isError": false}).to_string();
+            let event = with(fixture("cursor", "postToolUse.mcp.stdin.json"), json!({"conversation_id": session, "tool_name": name, "tool_input": {"id": "P1", "from": 0, "to": 3}, "tool_output": output}));
+            never(&hook("cursor", plugin, &event), &format!("Cursor {name}"));
+            seen += 1;
+        }
+        assert_eq!(stored_records(&scratch), 0, "nothing was stored for an omitted result:\n{}", scratch.log());
+    }
+    assert_eq!(seen, 14);
+    // The control: the same page as a fetch is pruned at each door.
+    assert!(scratch.hook("claude-code", &claude_fetch("w-false")).contains("[Omitted by relevance"), "{}", scratch.log());
+    assert!(scratch.hook("codex", &codex_fetch("w-false")).contains("[Omitted by relevance"), "{}", scratch.log());
+    assert!(scratch.hook("gemini", &gemini_after_tool("w-false")).contains("\"body\":true"), "{}", scratch.log());
+    let output = json!({"content": [{"type": "text", "text": page()}], "isError": false}).to_string();
+    let fetch = with(fixture("cursor", "postToolUse.mcp.stdin.json"), json!({"conversation_id": "w-false", "tool_output": output}));
+    assert!(scratch.hook("cursor", &fetch).contains("[Omitted by relevance"), "{}", scratch.log());
+    assert_eq!(stored_records(&scratch), 4);
+}
+
+/// `toolprune doctor AGENT` run from `project`: its stdout.
+fn doctor(scratch: &Scratch, agent: &str, project: &Path) -> String {
+    let out = scratch.command(&["doctor", agent]).current_dir(project).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn without_toolprunes_mcp_server_every_hook_passes_the_result_unchanged_and_doctor_says_why() {
+    let scratch = Scratch::new();
+    let project = scratch.home.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    // Nothing registered: the settings' files of every agent hold no toolprune server.
+    for file in [".claude.json", ".cursor/mcp.json", ".codex/config.toml"] {
+        std::fs::remove_file(scratch.home.join(file)).unwrap();
+    }
+    std::fs::write(scratch.home.join(".gemini/settings.json"), "{\"mcpServers\": {\"fetch\": {\"command\": \"uvx\"}}}\n").unwrap();
+    let output = json!({"content": [{"type": "text", "text": page()}], "isError": false}).to_string();
+    let cursor_fetch = |session: &str| with(fixture("cursor", "postToolUse.mcp.stdin.json"), json!({"conversation_id": session, "tool_output": output}));
+    let run_all = |session: &str| -> Vec<String> {
+        scratch.hook("claude-code", &claude_prompt(session));
+        scratch.hook("codex", &codex_prompt(session));
+        scratch.hook("gemini", &with(fixture("gemini", "BeforeAgent.stdin.json"), json!({"session_id": session, "prompt": PROMPT})));
+        scratch.hook("cursor", &with(fixture("cursor", "beforeSubmitPrompt.stdin.json"), json!({"prompt": PROMPT, "conversation_id": session})));
+        vec![
+            scratch.hook("claude-code", &claude_fetch(session)),
+            scratch.hook("codex", &codex_fetch(session)),
+            scratch.hook("gemini", &gemini_after_tool(session)),
+            scratch.hook("cursor", &cursor_fetch(session)),
+        ]
+    };
+    assert_eq!(run_all("none"), vec!["", "", "{}", "{}"], "every agent's no change:\n{}", scratch.log());
+    assert_eq!(scratch.log().matches("reason=no_omitted_server").count(), 4, "{}", scratch.log());
+    assert_eq!(stored_records(&scratch), 0, "no record, no id handed out");
+    for agent in ["claude-code", "codex", "gemini", "cursor"] {
+        let report = doctor(&scratch, agent, &project);
+        assert!(report.contains("FAIL toolprune's MCP server (the model's `omitted` tool) is registered in none of"), "{agent}: {report}");
+        assert!(report.contains("so the hooks pass every result unchanged"), "{agent}: {report}");
+    }
+    // Gemini CLI's server registered but neither trusted nor allowed: a headless run would not offer it.
+    std::fs::write(scratch.home.join(".gemini/settings.json"), "{\"mcpServers\": {\"toolprune\": {\"command\": \"toolprune\", \"args\": [\"mcp\"]}}}\n").unwrap();
+    scratch.hook("gemini", &with(fixture("gemini", "BeforeAgent.stdin.json"), json!({"session_id": "untrusted", "prompt": PROMPT})));
+    assert_eq!(scratch.hook("gemini", &gemini_after_tool("untrusted")), "{}");
+    assert!(scratch.log().contains("reason=omitted_not_allowed"), "{}", scratch.log());
+    assert!(doctor(&scratch, "gemini", &project).contains("FAIL mcpServers.toolprune is neither trusted"));
+    // Claude Code: a project's `.mcp.json` is a way back, unless the user refused it.
+    std::fs::write(project.join(".mcp.json"), r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"]}}}"#).unwrap();
+    let in_project = |session: &str| with(claude_fetch(session), json!({"cwd": project}));
+    scratch.hook("claude-code", &with(claude_prompt("proj"), json!({"cwd": project})));
+    assert!(scratch.hook("claude-code", &in_project("proj")).contains("[Omitted by relevance"), "{}", scratch.log());
+    assert!(doctor(&scratch, "claude-code", &project).contains("the model can call omitted"));
+    let refused = json!({"projects": {project.to_string_lossy(): {"disabledMcpjsonServers": ["toolprune"]}}});
+    std::fs::write(scratch.home.join(".claude.json"), refused.to_string()).unwrap();
+    scratch.hook("claude-code", &with(claude_prompt("refused"), json!({"cwd": project})));
+    assert_eq!(scratch.hook("claude-code", &in_project("refused")), "");
+    // Registered everywhere: every door prunes, doctor agrees.
+    register_omitted_servers(&scratch.home);
+    let answers = run_all("registered");
+    for (agent, answer) in ["claude-code", "codex", "gemini", "cursor"].iter().zip(&answers) {
+        assert!(answer.contains("[Omitted by relevance") || answer.contains("\"body\":true"), "{agent}: {answer}\n{}", scratch.log());
+        assert!(doctor(&scratch, agent, &project).contains("ok   the model can call omitted"), "{agent}");
+    }
 }

@@ -47,8 +47,15 @@ impl Scratch {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        std::fs::write(home.join(".gemini/settings.json"), r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"]}}}"#).unwrap();
+        // toolprune's `omitted` server registered for every agent (the hooks prune only
+        // where the model can read back: docs/hooks.md "No marker without a way back").
+        for dir in [".gemini", ".cursor", ".codex"] {
+            std::fs::create_dir_all(home.join(dir)).unwrap();
+        }
+        std::fs::write(home.join(".gemini/settings.json"), r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"], "trust": true}}}"#).unwrap();
+        std::fs::write(home.join(".claude.json"), r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"]}}}"#).unwrap();
+        std::fs::write(home.join(".cursor/mcp.json"), r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"]}}}"#).unwrap();
+        std::fs::write(home.join(".codex/config.toml"), "[mcp_servers.toolprune]\ncommand = \"toolprune\"\nargs = [\"mcp\"]\n").unwrap();
         let store = dir.path().join("store");
         Scratch { dir, home, store }
     }

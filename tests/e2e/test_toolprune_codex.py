@@ -16,7 +16,9 @@ range returns the dropped paragraphs verbatim; (c) every tool output of turn 1 i
 byte for byte in every later request, also after ``codex exec resume --last``; (d) in the
 resumed conversation ``omitted`` with turn 1's id answers ``not_found`` (the session's end
 dropped the records; ids count on), never turn 2's document; (e) with the store unusable
-the original page reaches the model and the run succeeds.
+the original page reaches the model and the run succeeds. (f) ``toolprune stats`` on that
+store counts the pruned results, the characters and tokens removed and the ``omitted``
+read-back exactly as the scripted API received them.
 """
 
 from __future__ import annotations
@@ -242,6 +244,43 @@ def test_d_turn_one_id_never_returns_turn_two_document(resumed: Run) -> None:
     answer = agent.answers[i]
     assert answer.startswith(f"{NOT_FOUND}{agent.omissions[0].id} here"), answer
     assert answer not in resumed.originals[1]
+
+
+def toolprune_stats(toolprune: str, home: Home, *args: str) -> subprocess.CompletedProcess[str]:
+    """``toolprune stats`` on the scratch HOME's store (the hooks' and the MCP server's log)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home.home), "CODEX_HOME": str(home.codex_home), "LANG": "C.UTF-8", "TZ": "UTC"}
+    p = subprocess.run([toolprune, "stats", *args], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_f_stats_counts_what_the_model_did_not_receive_and_what_it_read_back(resumed: Run, toolprune_bin: str) -> None:
+    # What the scripted Responses API received: the fetch outputs (the pruned bodies Codex's
+    # block put there) and the omitted answers.
+    received = resumed.agent.fetched
+    removed = sum(len(original) - len(body) for original, body in zip(resumed.originals, received))
+    report = json.loads(toolprune_stats(toolprune_bin, resumed.home, "--json", "--agent", "codex", "--tool", FETCH).stdout)
+    total = report["total"]
+    assert report["log"]["skipped"] == 0, report["log"]
+    assert total["seen"] == total["pruned"] == len(received) == 2
+    assert total["outcomes"] == {"ok": 2}
+    assert total["chars"]["pruned"] == sum(len(o) for o in resumed.originals)
+    assert total["chars"]["removed"] == removed, "the characters the model did not receive"
+    assert report["tokens"] == {"estimate": True, "chars_per_token": 4.0}
+    assert total["tokens_removed"] == int(removed / 4 + 0.5)
+    # omitted: every call the model made, on the fetch's rows (turn 1's id asked again after
+    # the resume answers not_found), and the characters it received back.
+    agent = resumed.agent
+    read_back = [a for a in agent.answers if not a.startswith(NOT_FOUND)]
+    assert total["omitted"]["calls"] == len(agent.calls) == 3
+    assert total["omitted"]["outcomes"] == {"ok": len(read_back), "not_found": len(agent.calls) - len(read_back)}
+    assert total["omitted"]["chars_read_back"] == sum(len(a) for a in read_back)
+    assert total["read_back_share"] == pytest.approx(sum(len(a) for a in read_back) / removed)
+    table = toolprune_stats(toolprune_bin, resumed.home).stdout
+    total_row = next(line for line in table.splitlines() if line.startswith("total "))
+    assert f" {removed} " in total_row and f" {int(removed / 4 + 0.5)} " in total_row, table
+    assert any(line.split()[1:3] == ["codex", FETCH] for line in table.splitlines()[1:]), table
+    print(f"toolprune stats after the Codex CLI run:\n{table}")
 
 
 def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(

@@ -247,6 +247,31 @@ def test_stats_on_the_store_shows_the_opencode_results(continued: Run, toolprune
     report = json.loads(p.stdout)
     text = json.dumps(report)
     assert "opencode" in text and FETCH in text, p.stdout
+    # Matching what the scripted chat API received (issue 25 "Done when"): the pruned
+    # results, the characters and tokens the model did not receive, the omitted read-back.
+    env["TZ"] = "UTC"
+    p = subprocess.run([toolprune_bin, "stats", "--json", "--agent", "opencode", "--tool", FETCH], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    total = report["total"]
+    received = continued.agent.fetched
+    removed = sum(len(original) - len(body) for original, body in zip(continued.originals, received))
+    assert report["log"]["skipped"] == 0, report["log"]
+    assert total["seen"] == total["pruned"] == len(received) == 2, total
+    assert total["outcomes"] == {"ok": 2}
+    assert total["chars"]["removed"] == removed, "the characters the model did not receive"
+    assert total["tokens_removed"] == int(removed / 4 + 0.5)
+    agent = continued.agent
+    read_back = [a for a in agent.answers if not a.startswith("There is no text with id=")]
+    assert total["omitted"]["calls"] == len(agent.calls) == 3, total["omitted"]
+    outcomes = {"ok": len(read_back), "not_found": len(agent.calls) - len(read_back)}
+    assert total["omitted"]["outcomes"] == {k: n for k, n in outcomes.items() if n}, total["omitted"]
+    # Each distinct read (id and range) counts once (docs/stats.md): turn 2 asks turn 1's
+    # range again, and that answer is not more text read back.
+    distinct = {(args["id"], args["from"], args["to"]): answer for (_, args), answer in zip(agent.calls, agent.answers)
+                if not answer.startswith("There is no text with id=")}
+    assert total["omitted"]["chars_read_back"] == sum(len(a) for a in distinct.values())
+    assert total["read_back_share"] == pytest.approx(sum(len(a) for a in distinct.values()) / removed)
     sessions = list((continued.home.home / ".cache" / "toolprune" / "sessions").glob("opencode-*"))
     assert len(sessions) == 1, sessions
     assert sorted(f.name for f in sessions[0].iterdir()) == ["P1.json", "P2.json", "request.json", "state.json"]

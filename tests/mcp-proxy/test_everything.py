@@ -133,6 +133,7 @@ async def test_a_prunable_result_is_pruned_and_read_back_through_the_proxy(tools
     s = stack(toolprune, user, everything(tools))
     message = long_message()
     async with Client(s.params, mode="auto") as client:
+        await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
         result = await client.call_tool("echo", {"message": message, "user_request": REQUEST})
         body = text_of(result)
         assert body.startswith("[Omitted by relevance:"), body[:200]
@@ -180,6 +181,7 @@ async def test_cancelling_a_call_reaches_the_server_and_stops_scoring_at_once(to
     try:
         s = stack(toolprune, user, everything(tools), env=jev_env(jev.port))
         async with Client(s.params, mode="legacy") as client:
+            await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
             # 1. A call still running upstream: the cancellation goes to the server.
             with anyio.move_on_after(1.0):
                 await client.call_tool("trigger-long-running-operation", {"duration": 20, "steps": 20})
@@ -213,6 +215,7 @@ async def test_a_failing_scorer_passes_the_servers_answer_unchanged(tools, toolp
     s = stack(toolprune, user, everything(tools), env=jev_env(port))
     message = long_message()
     async with Client(s.params, mode="legacy") as client:
+        await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
         result = await client.call_tool("echo", {"message": message, "user_request": REQUEST})
         assert text_of(result) == "Echo: " + message
     call_ids = {json.dumps(m["id"]) for m in s.outer.messages("c2s") if m.get("method") == "tools/call"}
@@ -228,6 +231,7 @@ async def crash_during_a_call(s) -> tuple[str, str]:
     closing = "nothing"
     try:
         async with Client(s.params, mode="legacy") as client:
+            await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
             server_pid = (s.inner if s.inner.path.exists() else s.outer).pids()["child"]
 
             async def long_call() -> None:
@@ -278,6 +282,7 @@ async def test_a_restarted_proxy_never_reuses_an_id_still_in_the_conversation(to
     for turn in (1, 2):
         s = stack(toolprune, user, everything(tools))
         async with Client(s.params, mode="legacy") as client:
+            await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
             body = text_of(await client.call_tool("echo", {"message": long_message(turn), "user_request": REQUEST}))
             ids.append(body.split("id=")[1].split("]")[0])
             if turn == 2:
@@ -297,6 +302,7 @@ async def test_a_scorer_that_never_answers_times_out_and_the_result_passes_uncha
         s = stack(toolprune, user, everything(tools), env=jev_env(jev.port))
         message = long_message()
         async with Client(s.params, mode="legacy") as client:
+            await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
             started = time.monotonic()
             with anyio.fail_after(40):
                 result = await client.call_tool("echo", {"message": message, "user_request": REQUEST})

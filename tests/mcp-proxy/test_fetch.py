@@ -133,6 +133,7 @@ async def test_without_any_basis_the_page_reaches_the_client_byte_for_byte(tools
     s = stack(toolprune, user, fetch_server(tools))
     url = site.url + "/docs/" + DOC.rsplit(".", 1)[0] + ".html"
     async with Client(s.params, mode=mode) as client:
+        await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
         result = await client.call_tool("fetch", {"url": url, "max_length": MAX})
         assert "Omitted by relevance" not in text_of(result)
     # The answer to the call: the same bytes on both sides.
@@ -172,11 +173,13 @@ async def test_the_working_folder_finds_the_hooks_record_when_the_agent_process_
     s = stack(toolprune, user, fetch_server(tools))
     url = site.url + "/docs/" + DOC.rsplit(".", 1)[0] + ".html"
     async with Client(s.params, mode="legacy") as client:
+        await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
         result = await client.call_tool("fetch", {"url": url, "max_length": MAX})
         assert "Omitted by relevance" in text_of(result)
     # A second session writing in the same folder makes it ambiguous: no basis.
     user.record_prompt("gemini-second", "Another session's request about something else entirely.", cwd=str(user.project))
     async with Client(s.params, mode="legacy") as client:
+        await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
         result = await client.call_tool("fetch", {"url": url, "max_length": MAX})
         assert "Omitted by relevance" not in text_of(result)
 
@@ -185,6 +188,7 @@ async def test_an_error_result_and_a_short_page_pass_unchanged(tools, toolprune,
     user.config('threshold = 0.5\n')
     s = stack(toolprune, user, fetch_server(tools))
     async with Client(s.params, mode="auto") as client:
+        await client.list_tools()  # as a client does before the model calls: the proxy prunes only once omitted was listed
         user.record_prompt("s", request_of(manifest), agent_pid=s.outer.pids()["tap"])
         missing = await client.call_tool("fetch", {"url": site.url + "/nope.html"})
         assert missing.is_error

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
+use super::{has_server, hook_command, hook_edits, plugin_command, plugin_program, read_json, Adapter, HookEntry, NoWayBack, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, joined_text, replace_text, tool_names, Answer, Hook, Pass};
 use crate::install::{matcher, Edit, FilePlan, Paths, Scope, SERVER_NAME};
 
@@ -139,6 +139,41 @@ impl Adapter for ClaudeCode {
         let hooks = self.hooks_file(&self.hooks(prunable, Via::Plugin), &plugin_command(self, ROOT));
         let mcp = json!({"mcpServers": {SERVER_NAME: self.mcp_server(&plugin_program(ROOT))}});
         Some(Plugin { dir: "claude-code", files: vec![(".claude-plugin/plugin.json", manifest), ("hooks/hooks.json", hooks), (".mcp.json", mcp)] })
+    }
+
+    /// The plugin's hooks come with its own server. The settings' hooks
+    /// need toolprune's server where Claude Code reads MCP servers: the
+    /// user's `~/.claude.json` (`mcpServers`, or `projects.<folder>.mcpServers`
+    /// for the project or a folder above it: local scope), a `.mcp.json` in
+    /// the project or a folder above it (not refused in
+    /// `disabledMcpjsonServers`), or an enabled toolprune plugin.
+    fn omitted_callable(&self, paths: &Paths, via: Via) -> Result<String, NoWayBack> {
+        if via == Via::Plugin {
+            return Ok("the plugin's own MCP server".into());
+        }
+        let user_file = paths.home.join(".claude.json");
+        let user = read_json(&user_file).unwrap_or(Value::Null);
+        if has_server(user.get("mcpServers")) {
+            return Ok(format!("{}: mcpServers.{SERVER_NAME}", user_file.display()));
+        }
+        for dir in paths.project.ancestors() {
+            let local = user.get("projects").and_then(|p| p.get(dir.to_string_lossy().as_ref()));
+            if has_server(local.and_then(|l| l.get("mcpServers"))) {
+                return Ok(format!("{}: the local server of {}", user_file.display(), dir.display()));
+            }
+            let refused = local
+                .and_then(|l| l.get("disabledMcpjsonServers"))
+                .and_then(Value::as_array)
+                .is_some_and(|names| names.iter().any(|n| n == SERVER_NAME));
+            let shared = dir.join(".mcp.json");
+            if !refused && has_server(read_json(&shared).as_ref().and_then(|m| m.get("mcpServers"))) {
+                return Ok(format!("{}: mcpServers.{SERVER_NAME}", shared.display()));
+            }
+        }
+        if let Some(plugin) = self.installed_plugin(paths) {
+            return Ok(format!("the toolprune plugin's MCP server ({})", plugin.display()));
+        }
+        Err(NoWayBack::no_server(self.label(), &format!("{}, the project's .mcp.json or an enabled toolprune plugin", user_file.display())))
     }
 
     /// `toolprune@…` in `~/.claude/plugins/installed_plugins.json` (user

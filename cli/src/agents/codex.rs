@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use super::{hook_command, hook_edits, plugin_command, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
+use super::{has_server, hook_command, hook_edits, plugin_command, Adapter, HookEntry, NoWayBack, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, joined_text, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{matcher, Check, Edit, FilePlan, Paths, Scope, Staged};
 
@@ -157,6 +157,22 @@ impl Adapter for Codex {
         let hooks = self.hooks_file(&self.hooks(prunable, Via::Plugin), &plugin_command(self, "${PLUGIN_ROOT}"));
         let mcp = json!({"mcpServers": {SERVER_NAME: self.mcp_server("./bin/toolprune")}});
         Some(Plugin { dir: "codex", files: vec![(".codex-plugin/plugin.json", manifest), ("hooks/hooks.json", hooks), (".mcp.json", mcp)] })
+    }
+
+    /// The plugin's hooks come with its own server; the settings' hooks
+    /// need `[mcp_servers.toolprune]` in `$CODEX_HOME/config.toml`, not
+    /// `enabled = false`.
+    fn omitted_callable(&self, paths: &Paths, via: Via) -> Result<String, NoWayBack> {
+        if via == Via::Plugin {
+            return Ok("the plugin's own MCP server".into());
+        }
+        let file = config_file(paths);
+        let config = std::fs::read_to_string(&file).ok().and_then(|t| crate::install::toml_value(&t)).unwrap_or(Value::Null);
+        let servers = config.get("mcp_servers");
+        if has_server(servers) && servers.and_then(|s| s[SERVER_NAME].get("enabled")) != Some(&Value::Bool(false)) {
+            return Ok(format!("{}: [mcp_servers.{SERVER_NAME}]", file.display()));
+        }
+        Err(NoWayBack::no_server(self.label(), &format!("{} (enabled)", file.display())))
     }
 
     /// Every toolprune hook in `hooks.json` is trusted (its record in the

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
+use super::{has_server, hook_command, hook_edits, plugin_command, plugin_program, read_json, Adapter, HookEntry, NoWayBack, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, joined_text, replace_text, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{Edit, FilePlan, Paths, Scope};
 
@@ -117,6 +117,23 @@ impl Adapter for Cursor {
             Scope::Project => &paths.project,
         };
         (base.join(".cursor").join("mcp.json"), "mcpServers")
+    }
+
+    /// The plugin's hooks come with its own server; the settings' hooks
+    /// need `mcpServers.toolprune` in `~/.cursor/mcp.json` or the
+    /// workspace's `.cursor/mcp.json` (the model calls `omitted` there, and
+    /// the `postToolUse` hook answers it from the store).
+    fn omitted_callable(&self, paths: &Paths, via: Via) -> Result<String, NoWayBack> {
+        if via == Via::Plugin {
+            return Ok("the plugin's own MCP server".into());
+        }
+        let files = [self.mcp_file(Scope::User, paths).0, self.mcp_file(Scope::Project, paths).0];
+        for file in &files {
+            if has_server(read_json(file).as_ref().and_then(|m| m.get("mcpServers"))) {
+                return Ok(format!("{}: mcpServers.{SERVER_NAME}", file.display()));
+            }
+        }
+        Err(NoWayBack::no_server(self.label(), &format!("{} or {}", files[0].display(), files[1].display())))
     }
 
     /// `.cursor-plugin/plugin.json`, `hooks/hooks.json` (version 1) and

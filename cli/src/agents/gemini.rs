@@ -21,9 +21,11 @@
 //! - Anything else, and every failure: `{}` (no change). Gemini CLI reads
 //!   stderr as the answer when stdout is empty, so stdout always has JSON.
 //!
-//! A tail call to a tool that is not registered replaces the result with
-//! "tool not found": so a result is pruned only when `mcpServers.toolprune`
-//! is in the user's or the project's `settings.json`.
+//! A tail call to a tool that is not registered, or that a headless run
+//! does not offer (an untrusted server), replaces the result with "tool not
+//! found": so a result is pruned only when `mcpServers.toolprune` is in the
+//! user's or the project's `settings.json` and trusted or allowed
+//! ([`Adapter::omitted_callable`]).
 //!
 //! Settings (`toolprune install gemini`): the hooks and the MCP server
 //! (`trust: true`: headless runs never offer an untrusted server's tools)
@@ -33,7 +35,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
+use super::{hook_command, hook_edits, plugin_command, plugin_program, Adapter, HookEntry, NoWayBack, Plugin, Via, PLUGIN_DESCRIPTION, PLUGIN_NAME};
 use crate::hook::common::{is_our_omitted, tool_names, Answer, Hook, Pass, SERVER_NAME};
 use crate::install::{matcher, Check, Edit, FilePlan, Paths, Scope};
 
@@ -161,6 +163,29 @@ impl Adapter for Gemini {
         (!disabled).then_some(dir)
     }
 
+    /// A tail call to a tool Gemini CLI will not run would lose the result
+    /// ("tool not found"): the settings' server must be registered (user or
+    /// project `settings.json`) and runnable unasked (`trust`, `mcp.allowed`
+    /// or a user policy: headless runs never offer an untrusted server's
+    /// tools); the extension's `omitted` must be allowed by a user policy or
+    /// the settings.
+    fn omitted_callable(&self, paths: &Paths, via: Via) -> Result<String, NoWayBack> {
+        let allowed = omitted_allowed(&paths.home, Some(&paths.project));
+        match via {
+            Via::Plugin if allowed => Ok("the extension's MCP server, allowed by a user policy or the settings".into()),
+            Via::Plugin => Err(NoWayBack {
+                reason: "omitted_not_allowed",
+                why: format!("Gemini CLI will not run the extension's omitted tool unasked: the extension passes every result unchanged until {} allows it", paths.home.join(".gemini/policies").join(POLICY_FILE).display()),
+            }),
+            Via::Settings if server_registered(&paths.home, &paths.project) && allowed => Ok("mcpServers.toolprune in the settings, trusted or allowed".into()),
+            Via::Settings if server_registered(&paths.home, &paths.project) => Err(NoWayBack {
+                reason: "omitted_not_allowed",
+                why: "mcpServers.toolprune is neither trusted (\"trust\": true) nor allowed by mcp.allowed or a user policy: headless runs never offer its omitted tool, so the hooks pass every result unchanged; run `toolprune install gemini`".into(),
+            }),
+            Via::Settings => Err(NoWayBack::no_server(self.label(), "~/.gemini/settings.json or the project's .gemini/settings.json")),
+        }
+    }
+
     /// The extension's `omitted` runs only when the user allows it.
     fn plugin_checks(&self, paths: &Paths) -> Vec<Check> {
         let policy = paths.home.join(".gemini/policies").join(POLICY_FILE);
@@ -265,24 +290,10 @@ fn result_text(response: &Value) -> Result<String, Pass> {
 
 /// Whether `mcpServers.toolprune` is in `~/.gemini/settings.json` or the
 /// project's `.gemini/settings.json` (JSON with comments).
-fn server_registered(hook: &Hook<'_>) -> bool {
-    settings_files(hook).iter().any(|path| {
-        let Ok(text) = std::fs::read_to_string(path) else { return false };
-        let Ok(root) = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default()) else { return false };
-        root.object_value().and_then(|o| o.object_value("mcpServers")).and_then(|m| m.get(SERVER_NAME)).is_some()
+fn server_registered(home: &std::path::Path, project: &std::path::Path) -> bool {
+    [home.join(".gemini/settings.json"), project.join(".gemini/settings.json")].iter().any(|path| {
+        super::has_server(super::read_json(path).as_ref().and_then(|s| s.get("mcpServers")))
     })
-}
-
-/// `~/.gemini/settings.json` and the project's `.gemini/settings.json` (the event's `cwd`).
-fn settings_files(hook: &Hook<'_>) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    if let Some(home) = (hook.cx.env)("HOME").filter(|h| !h.is_empty()) {
-        files.push(std::path::Path::new(&home).join(".gemini").join("settings.json"));
-    }
-    if let Some(cwd) = hook.str("cwd") {
-        files.push(std::path::Path::new(cwd).join(".gemini").join("settings.json"));
-    }
-    files
 }
 
 fn tail_call(tool: &str, args: Map<String, Value>) -> Value {
@@ -325,14 +336,7 @@ fn after_tool(hook: &Hook<'_>) -> Answer {
     }
     let text = result_text(&hook.event["tool_response"])?;
     // A tail call to a tool Gemini CLI will not run would lose the result:
-    // the settings' server must be registered, the extension's allowed.
-    let usable = match hook.via {
-        Via::Settings => server_registered(hook),
-        Via::Plugin => (hook.cx.env)("HOME").filter(|h| !h.is_empty()).is_some_and(|home| omitted_allowed(std::path::Path::new(&home), hook.str("cwd").map(std::path::Path::new))),
-    };
-    if !usable {
-        return Err(Pass::new(if hook.via == Via::Plugin { "omitted_not_allowed" } else { "no_omitted_server" }));
-    }
+    // `hook.prune` asks `omitted_callable` first (the dispatcher's way back).
     let pruned = hook.prune(&names(hook, tool), text, &|| None)?;
     pruned.session.put_body(&pruned.id, &pruned.body).map_err(|_| Pass::new("store"))?;
     let mut args = Map::new();

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 pub use crate::hook::Via;
-use crate::hook::{Answer, Context, Hook};
+use crate::hook::{Answer, Context, Hook, Pass};
 use crate::install::{self, Check, Edit, FilePlan, Paths, Report, Scope, Staged};
 
 /// The agents toolprune hooks into (`toolprune hook|install|uninstall|doctor AGENT`).
@@ -194,6 +194,52 @@ pub trait Adapter: Sync {
     fn plugin_checks(&self, _paths: &Paths) -> Vec<Check> {
         Vec::new()
     }
+
+    // -- the way back ----------------------------------------------------------
+
+    /// Whether the model can call toolprune's `omitted` in a session whose
+    /// hooks were registered `via` settings or a plugin, seen from `paths`
+    /// (the user's home, the session's project folder): `Ok` naming where
+    /// the tool comes from, or why not. A hook prunes only when it can (SPEC
+    /// §10, issue 25 §5: no marker is written where the dropped paragraphs
+    /// cannot be read back), and `doctor` says which.
+    fn omitted_callable(&self, paths: &Paths, via: Via) -> Result<String, NoWayBack>;
+}
+
+/// Why the model could not call toolprune's `omitted` in a session: a word
+/// for the hook's log line (`reason=`), a sentence for `doctor`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoWayBack {
+    /// The log's reason word (`no_omitted_server`, `omitted_not_allowed`).
+    pub reason: &'static str,
+    /// What is missing and what to do, for people.
+    pub why: String,
+}
+
+impl NoWayBack {
+    /// toolprune's MCP server is registered in none of `places` (the
+    /// agent's files, named for people); `agent` is the label for `install`.
+    pub fn no_server(agent: &str, places: &str) -> Self {
+        NoWayBack {
+            reason: "no_omitted_server",
+            why: format!(
+                "toolprune's MCP server (the model's `omitted` tool) is registered in none of {places}: the model could not read dropped \
+                 paragraphs back, so the hooks pass every result unchanged; run `toolprune install {agent}`"
+            ),
+        }
+    }
+}
+
+/// A JSON (or JSON with comments) file as a value; none when it is missing
+/// or does not parse.
+pub fn read_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    jsonc_parser::parse_to_ast(&text, &Default::default(), &Default::default()).ok()?.value.map(Value::from)
+}
+
+/// Whether `servers` (an MCP servers table) holds toolprune's server.
+pub fn has_server(servers: Option<&Value>) -> bool {
+    servers.and_then(|s| s.get(install::SERVER_NAME)).is_some_and(Value::is_object)
 }
 
 /// One agent's plugin: the folder it gets in the marketplace (`dir`) and
@@ -234,11 +280,17 @@ pub fn settings_hooks_installed(adapter: &dyn Adapter, paths: &Paths) -> bool {
         .any(|plans| install::has_hooks(adapter.label(), &plans))
 }
 
-/// The paths a running hook sees: `HOME`, the event's `cwd` (else the
-/// process's), `CODEX_HOME`; none without `HOME`.
+/// The paths a running hook sees: `HOME`, the event's `cwd` (else Cursor's
+/// first `workspace_roots`, else the process's), `CODEX_HOME`; none
+/// without `HOME`.
 fn hook_paths(event: &Value, env: &dyn Fn(&str) -> Option<String>) -> Option<Paths> {
     let home = PathBuf::from(env("HOME").filter(|h| !h.is_empty())?);
-    let project = event.get("cwd").and_then(Value::as_str).map(PathBuf::from).or_else(|| std::env::current_dir().ok())?;
+    let project = event
+        .get("cwd")
+        .and_then(Value::as_str)
+        .or_else(|| event.get("workspace_roots").and_then(Value::as_array).and_then(|r| r.first()).and_then(Value::as_str))
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())?;
     let codex_home = env("CODEX_HOME").filter(|d| !d.is_empty()).map(PathBuf::from).unwrap_or_else(|| home.join(".codex"));
     Some(Paths { config_dir: home.join(".config/toolprune"), binary: PathBuf::from("toolprune"), home, project, codex_home })
 }
@@ -292,8 +344,15 @@ pub fn run(agent: Agent, input: &[u8], cx: &Context<'_>, via: Via) -> String {
         if via == Via::Plugin && plugin_stands_back(adapter, &event, cx.env) {
             return Ok(None);
         }
+        // The way back: asked only of a result about to be pruned (after
+        // the cheap gates), from the files the agent reads.
+        let way_back = || match hook_paths(&event, cx.env) {
+            Some(paths) => adapter.omitted_callable(&paths, via).map(|_| ()).map_err(|no| Pass::new(no.reason)),
+            None => Err(Pass::new("no_omitted_server")),
+        };
         let mut hook = Hook::new(adapter.label(), adapter.conversation(&event), cx, &event);
         hook.via = via;
+        hook.way_back = Some(&way_back);
         let answer = adapter.handle(&hook);
         hook.finish(&answer);
         answer.map(|a| a.map(|a| adapter.render(&a)))
@@ -356,7 +415,15 @@ pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> O
             }
             Err(e) => vec![Check { ok: false, what: e }],
         };
-        let Some(dir) = &plugin else { return settings_checks() };
+        let way_back = |via: Via| match adapter.omitted_callable(paths, via) {
+            Ok(from) => Check { ok: true, what: format!("the model can call omitted ({from}): results may be pruned") },
+            Err(no) => Check { ok: false, what: no.why },
+        };
+        let Some(dir) = &plugin else {
+            let mut checks = settings_checks();
+            checks.push(way_back(Via::Settings));
+            return checks;
+        };
         let mut checks = plugin::check_installed(adapter, dir, prunable);
         checks.extend(adapter.plugin_checks(paths));
         if settings_hooks_installed(adapter, paths) {
@@ -371,8 +438,10 @@ pub fn doctor(agent: Agent, scope: Scope, paths: &Paths, env: &dyn Fn(&str) -> O
                 ),
             });
             checks.extend(settings_checks());
+            checks.push(way_back(Via::Settings));
         } else {
             checks.push(Check { ok: true, what: format!("the plugin is active ({}); no settings hooks", dir.display()) });
+            checks.push(way_back(Via::Plugin));
         }
         checks
     };
@@ -406,6 +475,9 @@ mod tests {
             "HOME" => Some(home.clone()),
             _ => None,
         };
+        if via == Via::Settings {
+            register_omitted_server(agent, &root.join("home"));
+        }
         let cx = Context { env: &env, load };
         let run = |agent: Agent, bytes: &[u8], cx: &Context<'_>, _via: Via| {
             let mut event: Value = serde_json::from_slice(bytes).unwrap();
@@ -433,6 +505,22 @@ mod tests {
             _ => {}
         }
         run(agent, fetch.to_string().as_bytes(), &cx, Via::Settings)
+    }
+
+    /// Registers toolprune's MCP server in `agent`'s user settings under
+    /// `home` (kept when the file is there: a test's own settings).
+    fn register_omitted_server(agent: Agent, home: &Path) {
+        let (file, text) = match agent {
+            Agent::ClaudeCode => (".claude.json", r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"]}}}"#),
+            Agent::Gemini => (".gemini/settings.json", r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"], "trust": true}}}"#),
+            Agent::Cursor => (".cursor/mcp.json", r#"{"mcpServers": {"toolprune": {"command": "toolprune", "args": ["mcp"]}}}"#),
+            Agent::Codex => (".codex/config.toml", "[mcp_servers.toolprune]\ncommand = \"toolprune\"\nargs = [\"mcp\"]\n"),
+        };
+        let path = home.join(file);
+        if !path.exists() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
     }
 
     #[test]

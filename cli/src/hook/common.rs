@@ -75,6 +75,11 @@ pub struct Hook<'a> {
     pub event: &'a Value,
     /// Settings or plugin ([`Via`]; set by the dispatcher after [`Hook::new`]).
     pub via: Via,
+    /// Whether the model can call `omitted` in this session (set by the
+    /// dispatcher from the agent's adapter): [`Hook::prune`] asks it once
+    /// the cheap gates passed, and passes the result unchanged when it
+    /// cannot (its reason word). None: not asked (tests of the runtime).
+    pub way_back: Option<&'a dyn Fn() -> Result<(), Pass>>,
     /// The conversation's id, as the adapter read it from the event.
     conversation: Option<&'a str>,
     root: OnceCell<Option<Root>>,
@@ -125,6 +130,7 @@ impl<'a> Hook<'a> {
             cx,
             event,
             via: Via::Settings,
+            way_back: None,
             conversation,
             root: OnceCell::new(),
             setup: OnceCell::new(),
@@ -301,6 +307,10 @@ impl<'a> Hook<'a> {
         let tool = names.first().map_or("", String::as_str);
         if !self.prunable(names)? {
             return Err(Pass::new("not_prunable"));
+        }
+        // No marker without a way back (SPEC §10).
+        if let Some(way_back) = self.way_back {
+            way_back()?;
         }
         let setup = self.setup()?;
         let root = self.root()?;

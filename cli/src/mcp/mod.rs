@@ -18,6 +18,12 @@
 //! The tool's name, description and schema are the guest's
 //! (`omitted.tool(lang, mcp-hooked)`): `id`, `from`, `to`, plus the optional
 //! `session` and `body` the model is told to leave out.
+//!
+//! It speaks over [`transport::LineTransport`], not rmcp's stdio transport:
+//! every line that is not a message (not JSON, not a valid request, 16 MiB
+//! or more) gets a JSON-RPC error answer and the server goes on.
+
+pub mod transport;
 
 use std::sync::Arc;
 
@@ -147,7 +153,8 @@ pub fn main() -> Result<(), String> {
         .build()
         .map_err(|e| format!("async runtime: {e}"))?;
     runtime.block_on(async move {
-        let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP: {e}"))?;
+        let (stdin, stdout) = rmcp::transport::stdio();
+        let running = server.serve(transport::LineTransport::new(stdin, stdout)).await.map_err(|e| format!("MCP: {e}"))?;
         running.waiting().await.map_err(|e| format!("MCP: {e}"))?;
         Ok(())
     })

@@ -106,7 +106,7 @@ pub async fn run(args: &ProxyArgs, url: String) -> u8 {
                     break;
                 };
                 match serde_json::to_string::<ServerJsonRpcMessage>(&msg) {
-                    Ok(line) => core.from_upstream(line, &to_client),
+                    Ok(line) => core.from_upstream(line + "\n", &to_client),
                     Err(e) => eprintln!("toolprune mcp-proxy: a server message could not be encoded: {e}"),
                 }
             }

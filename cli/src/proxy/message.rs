@@ -67,7 +67,7 @@ pub enum Line<'a> {
     Other,
 }
 
-/// Classifies one line (without its newline).
+/// Classifies one line (its line end, if any, is whitespace to JSON).
 pub fn classify(line: &str) -> Line<'_> {
     let trimmed = line.trim_start();
     if !trimmed.starts_with('{') {
@@ -379,15 +379,17 @@ pub fn replace_text(line: &str, call: &CallText<'_>, body: &str) -> Option<Strin
     Some(splice(line, vec![(span(line, call.content_raw.get()), rebuilt)]))
 }
 
-/// A JSON-RPC response line (no newline) with `result` (a JSON text) for the raw id.
+/// A JSON-RPC response line with `result` (a JSON text) for the raw id,
+/// its line end (`\n`) included: the proxy's own lines are written as they
+/// are, like the peers' (`super::write_lines`).
 pub fn response_line(raw_id: &str, result: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{raw_id},\"result\":{result}}}")
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{raw_id},\"result\":{result}}}\n")
 }
 
-/// A JSON-RPC error response line for the raw id.
+/// A JSON-RPC error response line for the raw id, its line end included.
 pub fn error_line(raw_id: &str, code: i32, message: &str) -> String {
     let message = serde_json::to_string(message).unwrap_or_else(|_| "\"error\"".to_string());
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{raw_id},\"error\":{{\"code\":{code},\"message\":{message}}}}}")
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{raw_id},\"error\":{{\"code\":{code},\"message\":{message}}}}}\n")
 }
 
 /// The id of a client's `notifications/cancelled`.

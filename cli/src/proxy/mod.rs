@@ -22,7 +22,9 @@
 //!   one tool result by the library (`toolprune::Conversation`, one for the
 //!   proxy's life); `isError` results, other blocks, `structuredContent` and
 //!   `_meta` pass untouched; the request argument is removed before the
-//!   call goes upstream;
+//!   call goes upstream. Only once the client's last `tools/list` carried
+//!   the proxy's `omitted`: before any listing, or when the server lists an
+//!   `omitted` of its own, the model has no way back, so nothing is pruned;
 //! - a `tools/call` of `omitted`: answered by the proxy from its store.
 //!
 //! Fail-open: any proxy-side failure (a trap, the scorer, a timeout, a
@@ -155,6 +157,12 @@ pub struct Core {
     listing_prunable: AtomicBool,
     /// The upstream lists an `omitted` tool of its own: ours stays out.
     upstream_omitted: AtomicBool,
+    /// The client's last complete `tools/list` carried the proxy's
+    /// `omitted`: only then is a result pruned (SPEC §10: no marker without
+    /// a way back). Unset until a listing ends with it, and again when a
+    /// listing ends without it (the upstream has an `omitted` of its own, or
+    /// no prunable tool is listed any more).
+    omitted_listed: AtomicBool,
     /// Prunable calls from their request until their answer is delivered:
     /// a client's `notifications/cancelled` (or the upstream going away)
     /// stops their scoring.
@@ -177,6 +185,7 @@ impl Core {
             colliding: Mutex::new(HashSet::new()),
             listing_prunable: AtomicBool::new(false),
             upstream_omitted: AtomicBool::new(false),
+            omitted_listed: AtomicBool::new(false),
             cancels: Mutex::new(HashMap::new()),
             pruning_now: AtomicUsize::new(0),
         })
@@ -269,7 +278,10 @@ impl Core {
                     return;
                 }
                 let tool = call.name.to_string();
-                if !self.is_prunable(&tool) {
+                // No way back, no pruning: the client was never shown our
+                // `omitted` (no listing yet, or the upstream's own `omitted`
+                // would take the model's read-back calls).
+                if !self.omitted_listed.load(Ordering::SeqCst) || !self.is_prunable(&tool) {
                     let _ = upstream.send(line.clone());
                     return;
                 }
@@ -422,8 +434,12 @@ impl Core {
                 }
             }
         }
-        if !page.has_next && self.listing_prunable.load(Ordering::SeqCst) && !self.upstream_omitted.load(Ordering::SeqCst) {
-            edits.push(message::append_tool_edit(line, &page, &pruning.omitted_tool));
+        if !page.has_next {
+            let ours = self.listing_prunable.load(Ordering::SeqCst) && !self.upstream_omitted.load(Ordering::SeqCst);
+            if ours {
+                edits.push(message::append_tool_edit(line, &page, &pruning.omitted_tool));
+            }
+            self.omitted_listed.store(ours, Ordering::SeqCst);
         }
         if edits.is_empty() {
             return None;
@@ -569,11 +585,11 @@ pub fn run(args: ProxyArgs) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Writes every line of `rx` (adding the newline) to `out`, flushing after
-/// each; stops at the first write error (the peer is gone).
+/// Writes every line of `rx` to `out` as it is (each carries its own line
+/// end, or none: a peer's last line before its end of output), flushing
+/// after each; stops at the first write error (the peer is gone).
 pub async fn write_lines(mut rx: mpsc::UnboundedReceiver<String>, mut out: impl AsyncWrite + Unpin) -> bool {
-    while let Some(mut line) = rx.recv().await {
-        line.push('\n');
+    while let Some(line) = rx.recv().await {
         if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
             return false;
         }
@@ -582,28 +598,19 @@ pub async fn write_lines(mut rx: mpsc::UnboundedReceiver<String>, mut out: impl 
     true
 }
 
-/// Reads `\n`-terminated lines (a final unterminated line too), without the
-/// newline (and a `\r` before it); invalid UTF-8 is passed on lossily —
-/// JSON-RPC is UTF-8.
+/// Reads one line as the peer wrote it: its bytes up to and including the
+/// `\n` (so a `\r\n` stays one, and a blank line is a line), or, for the
+/// last line before the end of input, up to the end with no line end added
+/// (a direct connection would get that fragment as it is). None at the end
+/// of input. Invalid UTF-8 is passed on lossily: JSON-RPC is UTF-8.
 pub async fn next_line(reader: &mut (impl tokio::io::AsyncBufRead + Unpin), buf: &mut Vec<u8>) -> Option<String> {
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', buf).await {
-            Ok(0) | Err(_) => return None,
-            Ok(_) => {
-                let mut end = buf.len();
-                if buf[end - 1] == b'\n' {
-                    end -= 1;
-                    if end > 0 && buf[end - 1] == b'\r' {
-                        end -= 1;
-                    }
-                }
-                if end == 0 {
-                    continue;
-                }
-                return Some(String::from_utf8_lossy(&buf[..end]).into_owned());
-            }
-        }
+    buf.clear();
+    match reader.read_until(b'\n', buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(match String::from_utf8(std::mem::take(buf)) {
+            Ok(line) => line,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }),
     }
 }
 
