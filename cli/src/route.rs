@@ -15,8 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use toolprune::judge::{render_load_errors, Decision, Judge, RouteError, Verdict};
-use toolprune::types::wit_name;
+use toolprune::judge::{render_load_errors, Judge, RouteError, Verdict};
 use toolprune::{JevScorer, Pruner};
 
 /// `toolprune route` arguments.
@@ -68,69 +67,23 @@ pub fn route(pruner: &Pruner, args: RouteArgs) -> Result<ExitCode, String> {
     let decision = match decision {
         Ok(decision) => decision,
         Err(RouteError::Rules(errors)) => {
-            eprint!("{}", render_load_errors(&args.rules.display().to_string(), &errors));
+            let file = args.rules.display().to_string();
+            let rendered = pruner.rules_errors(&file, &errors).unwrap_or_else(|_| render_load_errors(&file, &errors));
+            eprint!("{rendered}");
             return Ok(ExitCode::from(2));
         }
         Err(e @ RouteError::Guest(_)) => return Err(e.to_string()),
     };
+    // Rendered by the guest (`report.route-json`, `report.route-summary`):
+    // every CLI prints the same bytes.
     let out = if args.json {
-        let mut out = serde_json::to_string_pretty(&decision_json(&decision)).map_err(|e| e.to_string())?;
-        out.push('\n');
-        out
+        pruner.route_json(&decision).map(|json| json + "\n")
     } else {
-        summary(&decision)
+        pruner.route_summary(&decision)
     };
-    print!("{out}");
+    print!("{}", out.map_err(|e| e.to_string())?);
     Ok(match decision.verdict {
         Verdict::Failed(_) => ExitCode::from(3),
         _ => ExitCode::SUCCESS,
-    })
-}
-
-/// One line: `routed to agent_3 (rule 3)`, `returned (otherwise)`,
-/// `returned (rule 1): <note>`, `failed: http_5xx`.
-fn summary(decision: &Decision) -> String {
-    let rule = match decision.rule {
-        Some(n) => format!("rule {n}"),
-        None => "otherwise".to_string(),
-    };
-    match &decision.verdict {
-        Verdict::Routed(to) => format!("routed to {} ({rule})\n", to.join(", ")),
-        Verdict::Returned(None) => format!("returned ({rule})\n"),
-        Verdict::Returned(Some(note)) => format!("returned ({rule}): {note}\n"),
-        Verdict::Failed(reason) => format!("failed: {}\n", wit_name(reason)),
-    }
-}
-
-/// A decision as JSON (`toolprune route --json`).
-pub fn decision_json(decision: &Decision) -> serde_json::Value {
-    let (to, note, reason) = match &decision.verdict {
-        Verdict::Routed(to) => (Some(to.clone()), None, None),
-        Verdict::Returned(note) => (None, note.clone(), None),
-        Verdict::Failed(reason) => (None, None, Some(wit_name(reason))),
-    };
-    let answers: Vec<serde_json::Value> = decision
-        .answers
-        .iter()
-        .map(|a| {
-            serde_json::json!({
-                "question": a.question,
-                "type": wit_name(&a.kind),
-                "value": a.value,
-                "p": a.p,
-                "margin": a.margin,
-                "mean": a.mean,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "verdict": wit_name(&decision.verdict),
-        "to": to,
-        "note": note,
-        "reason": reason,
-        "rule": decision.rule,
-        "answers": answers,
-        "jev_tokens": decision.jev_tokens,
-        "log": decision.log_line,
     })
 }

@@ -207,7 +207,7 @@ impl Job {
                 return self.unchanged(outcome, Some(shape), Some(&plan.paragraphs), scoring, true);
             }
         };
-        if meter.charge(answers_cost(&answers)).is_err() {
+        if meter.charge(plan.answers_cost(&answers)).is_err() {
             return self.over_budget(Some(shape), Some(&plan.paragraphs), Scoring::none(), &meter);
         }
         let mut scoring = plan.read(answers, ms);
@@ -456,11 +456,8 @@ fn shape_of(target: &Target) -> Shape {
     }
 }
 
-/// Work units of reading the host's answers: the bytes of its Jev bodies
-/// (scores cost nothing worth counting).
-fn answers_cost(answers: &[BatchAnswer]) -> usize {
-    answers.iter().map(|a| if let BatchAnswer::JevResponse(body) = a { body.len() } else { 0 }).sum()
-}
+/// Work units of decoding one paragraph's answer in a Jev body.
+const JEV_ANSWER_UNITS: usize = 64;
 
 impl Pruned {
     /// The counts' `work` set to what `meter` spent.
@@ -473,6 +470,20 @@ impl Pruned {
 impl Plan {
     fn shape(&self) -> Shape {
         shape_of(&self.target)
+    }
+
+    /// Work units of reading the host's answers: [`JEV_ANSWER_UNITS`] per
+    /// paragraph of each batch answered with a Jev body (scores cost nothing
+    /// worth counting). Counted from the request, never from the body's
+    /// bytes, which differ between servers that write the same answer
+    /// (spacing, key order): the work must be the same in every host.
+    fn answers_cost(&self, answers: &[BatchAnswer]) -> usize {
+        self.batches
+            .iter()
+            .zip(answers)
+            .filter(|(_, a)| matches!(a, BatchAnswer::JevResponse(_)))
+            .map(|(batch, _)| batch.len() * JEV_ANSWER_UNITS)
+            .sum()
     }
 
     /// Work units of scoring in the guest (offline, stub): every chunk read
@@ -752,6 +763,28 @@ mod tests {
         assert_eq!(prune_counting(other).0.outcome, Outcome::Ok);
         let unknown = PruneInput { arguments: None, pruned_calls: vec![first.record.unwrap().call.unwrap()], ..input(host()) };
         assert_eq!(prune_counting(unknown).0.outcome, Outcome::Ok, "no arguments: no repeat detected");
+    }
+
+    #[test]
+    fn the_work_does_not_depend_on_how_the_server_spaced_its_answer() {
+        let answer = |spaced: bool| {
+            move |request: ScoringRequest| {
+                let answers = request
+                    .batches
+                    .iter()
+                    .map(|b| {
+                        let scores: Vec<String> = b.paragraphs.iter().map(|i| format!(r#""p{i}": {{"type": "noul", "noul": {}}}"#, i % 2)).collect();
+                        let body = format!(r#"{{"model": "jev-1.13.0", "answers": {{{}}}, "usage": {{"input_tokens": 9}}}}"#, scores.join(", "));
+                        BatchAnswer::JevResponse(if spaced { body } else { body.replace(": ", ":").replace(", ", ",") })
+                    })
+                    .collect();
+                ScoringResponse { answers: Ok(answers), elapsed_ms: 1 }
+            }
+        };
+        let spaced = prune(input(host()), 1, answer(true));
+        let compact = prune(input(host()), 1, answer(false));
+        assert_eq!(spaced.outcome, compact.outcome);
+        assert_eq!(spaced.counts.work, compact.counts.work);
     }
 
     #[test]

@@ -16,10 +16,10 @@
 //
 // What people and scripts read is rendered once, by the guest's `report`
 // exports (wit/report.wit): `prune --json` (`report.prune-json`), `split`
-// (`report.split-table`) and `split --json` (`report.split-json`), the
-// same bytes as the Rust and Python CLIs. Only `route --json` is still
-// rendered here (the guest has no export for it yet), in serde_json's
-// pretty form.
+// (`report.split-table`), `split --json` (`report.split-json`), `route`
+// and `route --json` (`report.route-summary`, `report.route-json`) and a
+// rules file's errors (`report.rules-errors`): the same bytes as the Rust
+// and Python CLIs.
 //
 // `main(argv)` is the entry (bin/toolprune.mjs calls it).
 
@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 
 import { checkLang } from './conversation.js';
 import { ConfigError, JevScorer } from './jev.js';
-import { RulesError, renderLoadErrors } from './judge.js';
+import { RulesError } from './judge.js';
 import { Pruner } from './pruner.js';
 
 const USAGE = `Usage: toolprune prune --request TEXT [--threshold T] [--lang en|ja]
@@ -116,52 +116,6 @@ function cancelOnSigint() {
   const onSigint = () => controller.abort();
   process.once('SIGINT', onSigint);
   return { signal: controller.signal, done: () => process.removeListener('SIGINT', onSigint) };
-}
-
-// ----- serde_json's pretty printing (route --json only) -----
-
-/** A value serde_json writes as an f64 (`1.0`, never `1`). */
-class F64 {
-  constructor(value) {
-    this.value = value;
-  }
-}
-
-const f64 = (x) => (x === null || x === undefined ? null : new F64(x));
-
-/** An f64 as serde_json (ryu) writes it: shortest digits, `1.0`, `0.0001`, `1e-7`, `1e16`. */
-function ryu(x) {
-  if (!Number.isFinite(x)) return 'null';
-  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
-  const [mantissa, exp] = Math.abs(x).toExponential().split('e');
-  const digits = mantissa.replace('.', '');
-  const k = Number(exp) - (digits.length - 1);
-  const kk = k + digits.length;
-  const sign = x < 0 ? '-' : '';
-  if (k >= 0 && kk <= 16) return `${sign}${digits}${'0'.repeat(k)}.0`;
-  if (kk > 0 && kk <= 16) return `${sign}${digits.slice(0, kk)}.${digits.slice(kk)}`;
-  if (kk > -5 && kk <= 0) return `${sign}0.${'0'.repeat(-kk)}${digits}`;
-  const e = kk - 1;
-  return digits.length === 1 ? `${sign}${digits}e${e}` : `${sign}${digits[0]}.${digits.slice(1)}e${e}`;
-}
-
-/** `serde_json::to_string_pretty` of a `Value` (route --json): 2-space indent; keys in order, or sorted. */
-function pretty(value, sortKeys = false, indent = '') {
-  if (value instanceof F64) return ryu(value.value);
-  if (value === null || value === undefined) return 'null';
-  if (Array.isArray(value)) {
-    if (value.length === 0) return '[]';
-    const inner = `${indent}  `;
-    return `[\n${value.map((v) => inner + pretty(v, sortKeys, inner)).join(',\n')}\n${indent}]`;
-  }
-  if (typeof value === 'object') {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined);
-    if (sortKeys) keys.sort();
-    if (keys.length === 0) return '{}';
-    const inner = `${indent}  `;
-    return `{\n${keys.map((k) => `${inner}${JSON.stringify(k)}: ${pretty(value[k], sortKeys, inner)}`).join(',\n')}\n${indent}}`;
-  }
-  return JSON.stringify(value);
 }
 
 // ----- prune -----
@@ -306,35 +260,6 @@ async function split(argv) {
 
 // ----- route -----
 
-/** The `route --json` decision (a serde_json `Value`: keys sorted). */
-function jsonDecision(d) {
-  return {
-    verdict: d.verdict,
-    to: d.to,
-    note: d.note,
-    reason: d.reason,
-    rule: d.rule,
-    answers: d.answers.map((a) => ({
-      question: a.question,
-      type: a.kind,
-      value: a.value,
-      p: f64(a.p),
-      margin: f64(a.margin),
-      mean: f64(a.mean),
-    })),
-    jev_tokens: d.jevTokens,
-    log: d.logLine,
-  };
-}
-
-/** `routed to agent_3 (rule 3)`, `returned (otherwise)`, `returned (rule 1): NOTE`, `failed: REASON`. */
-function summary(d) {
-  const rule = d.rule === null ? 'otherwise' : `rule ${d.rule}`;
-  if (d.verdict === 'routed') return `routed to ${d.to.join(', ')} (${rule})\n`;
-  if (d.verdict === 'returned') return d.note === null ? `returned (${rule})\n` : `returned (${rule}): ${d.note}\n`;
-  return `failed: ${d.reason}\n`;
-}
-
 async function route(argv) {
   const { values } = parse(
     argv,
@@ -386,14 +311,14 @@ async function route(argv) {
     d = await pruner.route(rules, values.message, { ...options, signal: cancel.signal });
   } catch (error) {
     if (error instanceof RulesError) {
-      process.stderr.write(renderLoadErrors(values.rules, error.errors));
+      process.stderr.write(pruner.rulesErrors(values.rules, error.errors));
       return 2;
     }
     return fatal(error.message);
   } finally {
     cancel.done();
   }
-  await write(values.json ? `${pretty(jsonDecision(d), true)}\n` : summary(d));
+  await write(values.json ? `${pruner.routeReport(d, { json: true })}\n` : pruner.routeReport(d));
   return d.verdict === 'failed' ? 3 : 0;
 }
 

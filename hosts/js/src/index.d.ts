@@ -386,6 +386,10 @@ export declare class Pruner {
   pruneJson(result: PruneResult, scorer: string): string;
   /** `split --json` (`json: true`) or the `split` table, rendered by the guest. */
   split(text: string, options?: { json?: boolean }): string;
+  /** `route --json` (`json: true`) or the `route` summary line of a decision `route`/`routeSync` gave, rendered by the guest. */
+  routeReport(decision: Decision, options?: { json?: boolean }): string;
+  /** A rules file's problems as every CLI prints them: `FILE:LINE:COLUMN: MESSAGE` lines (the guest's `report.rules-errors`). */
+  rulesErrors(file: string, errors: LoadError[]): string;
   /** Stops the worker thread. */
   close(): void;
 }

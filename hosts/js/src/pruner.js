@@ -328,6 +328,28 @@ export class Pruner {
   }
 
   /**
+   * `route --json` (`json: true`, pretty-printed JSON without a final
+   * newline) or the `route` summary line, as every CLI prints them
+   * (`report.route-json`, `report.route-summary`, rendered by the guest):
+   * `decision` is one `route`/`routeSync` gave.
+   */
+  routeReport(decision, { json = false } = {}) {
+    const guest = decision?.[wit.GUEST_DECISION];
+    if (!guest) throw new TypeError('toolprune: pass a decision that route or routeSync gave');
+    const answer = this.#engine.callSync(json ? 'routeJson' : 'routeSummary', { decision: guest });
+    if (!answer.ok) throw guestError(answer);
+    return answer.value;
+  }
+
+  /** A rules file's problems (a `RulesError`'s `errors`) as every CLI prints them (`report.rules-errors`): `FILE:LINE:COLUMN: MESSAGE` lines. */
+  rulesErrors(file, errors) {
+    const list = errors.map((e) => ({ line: e.line, column: e.column, message: String(e.message).toWellFormed() }));
+    const answer = this.#engine.callSync('rulesErrors', { file: String(file).toWellFormed(), errors: list });
+    if (!answer.ok) throw guestError(answer);
+    return answer.value;
+  }
+
+  /**
    * `split --json` (`json: true`) or the `split` table, as every CLI
    * prints them (`report.split-json`, `report.split-table`, rendered by
    * the guest). A TypeError for a text with lone surrogates.

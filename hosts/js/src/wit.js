@@ -70,10 +70,13 @@ export function config(c) {
   };
 }
 
+/** Where a decision keeps the guest's answer as jco gave it (for `report.route-json`), not enumerable by name. */
+export const GUEST_DECISION = Symbol('toolprune.guest-decision');
+
 /** The judge's decision. */
 export function decision(d) {
   const v = d.verdict;
-  return {
+  const out = {
     verdict: v.tag,
     to: v.tag === 'routed' ? Array.from(v.val) : null,
     note: v.tag === 'returned' ? (v.val ?? null) : null,
@@ -90,4 +93,6 @@ export function decision(d) {
     jevTokens: Number(d.jevTokens),
     logLine: d.logLine,
   };
+  Object.defineProperty(out, GUEST_DECISION, { value: d, enumerable: false });
+  return out;
 }

@@ -72,6 +72,7 @@ let side = null;
 const NESTED = new Set([
   'version', 'threshold', 'variables', 'configPath', 'resolve', 'isPrunable', 'isToolPrunable', 'retryDelay',
   'failureLine', 'unavailable', 'tool', 'requestedId', 'answer', 'inspect', 'judgeRoute', 'pruneJson', 'splitJson', 'splitTable',
+  'routeJson', 'routeSummary', 'rulesErrors',
 ]);
 
 /** One nested call on the second instance; never throws (a trap drops only that instance). */
@@ -284,6 +285,15 @@ const OPS = {
   splitJson: { bytes: (a) => utf8Bytes(a.text), run: (g, a) => g.report.splitJson(a.text) },
   /** `report.split-table` (`split`). */
   splitTable: { bytes: (a) => utf8Bytes(a.text), run: (g, a) => g.report.splitTable(a.text) },
+  /** `report.route-json` (`route --json`). */
+  routeJson: { bytes: (a) => utf8Bytes(a.decision.logLine), run: (g, a) => g.report.routeJson(a.decision) },
+  /** `report.route-summary` (`route`). */
+  routeSummary: { bytes: (a) => utf8Bytes(a.decision.logLine), run: (g, a) => g.report.routeSummary(a.decision) },
+  /** `report.rules-errors` (a rules file's problems). */
+  rulesErrors: {
+    bytes: (a) => a.errors.reduce((n, e) => n + utf8Bytes(e.message), utf8Bytes(a.file)),
+    run: (g, a) => g.report.rulesErrors(a.file, a.errors),
+  },
   judgeStart: {
     bytes: (a) => utf8Bytes(a.rules) + utf8Bytes(a.message),
     run: (g, a, bytes) => {

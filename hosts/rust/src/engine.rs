@@ -583,6 +583,25 @@ impl Pruner {
         self.with_utility_sized(text.len(), |g, s| g.toolprune_pruner_report().call_split_table(s, text))
     }
 
+    /// `route --json` of every CLI (`report.route-json`): the judge's
+    /// decision as pretty-printed JSON (keys sorted), without a final
+    /// newline. Errors: a trap.
+    pub fn route_json(&self, decision: &crate::types::Decision) -> Result<String, HostFailure> {
+        self.with_utility(|g, s| g.toolprune_pruner_report().call_route_json(s, decision))
+    }
+
+    /// `route` of every CLI (`report.route-summary`): one line for people,
+    /// ending with a newline. Errors: a trap.
+    pub fn route_summary(&self, decision: &crate::types::Decision) -> Result<String, HostFailure> {
+        self.with_utility(|g, s| g.toolprune_pruner_report().call_route_summary(s, decision))
+    }
+
+    /// A rules file's problems as every CLI prints them
+    /// (`report.rules-errors`): `FILE:LINE:COLUMN: MESSAGE` lines. Errors: a trap.
+    pub fn rules_errors(&self, file: &str, errors: &[crate::types::LoadError]) -> Result<String, HostFailure> {
+        self.with_utility(|g, s| g.toolprune_pruner_report().call_rules_errors(s, file, errors))
+    }
+
     /// The host failure line (SPEC §11, §12): the guest's
     /// `settings.failure-line` from a fresh instance, or, when even that
     /// fails, `tool prune: outcome=failed reason=instantiate`.
