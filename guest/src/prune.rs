@@ -87,7 +87,9 @@ impl Job {
         let facts = gates::Facts {
             enabled: input.enabled,
             succeeded: input.succeeded,
-            prunable: input.prunable,
+            // A file reader, shell, editor or `omitted` itself is never
+            // pruned, whatever a host declared (SPEC §2, §10, §15).
+            prunable: input.prunable && !crate::settings::never_prunable(&input.tool),
             raw_chars,
             repeated: call.as_ref().is_some_and(|k| input.pruned_calls.iter().any(|p| p == k)),
         };
@@ -733,6 +735,16 @@ mod tests {
             let (out, calls) = prune_counting(input);
             assert_eq!(calls, 0, "{case}: {:?}", out.outcome);
         }
+    }
+
+    #[test]
+    fn a_never_prunable_tool_passes_whole_whatever_the_host_declared() {
+        for tool in ["omitted", "mcp__toolprune__omitted", "read_file", "mcp_fs_read_file", "Bash", "Edit"] {
+            let (out, calls) = prune_counting(PruneInput { tool: tool.to_string(), ..input(host()) });
+            assert_eq!((out.outcome, out.gate, calls), (Outcome::Skipped, Some(Gate::NotPrunable), 0), "{tool}");
+            assert_eq!(out.body, None, "{tool}");
+        }
+        assert_eq!(prune_counting(PruneInput { tool: "mcp__docs__fetch".to_string(), ..input(host()) }).0.outcome, Outcome::Ok);
     }
 
     #[test]

@@ -79,7 +79,7 @@ EXPORTS: Dict[str, Tuple[str, ...]] = {
     ),
     "omitted": ("requested-id", "answer", "unavailable", "tool", "request-argument"),
     "judge": ("route", "decide", "[static]judge-job.load", "[method]judge-job.scoring-request", "[method]judge-job.finish"),
-    "report": ("prune-json", "split-json", "split-table"),
+    "report": ("prune-json", "split-json", "split-table", "route-json", "route-summary", "rules-errors"),
 }
 """The functions this host calls, by interface."""
 

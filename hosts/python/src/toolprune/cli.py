@@ -24,23 +24,23 @@ installed package.
 stderr. Exit codes: 0 routed or returned, 3 failed (Jev could not judge), 2
 an invalid rules file or usage, 1 a file or the component failed.
 
-``prune --json``, ``split`` and ``split --json`` are rendered by the guest
-(``report.prune-json``, ``report.split-table``, ``report.split-json``), so
-every CLI prints the same bytes; only the route summary and ``route --json``
-are written here (the contract has no export for them). The conformance
-suite's ``cli`` steps and ``tests/test_cli.py`` compare the bytes.
+``prune --json``, ``split``, ``split --json``, ``route``, ``route --json``
+and a rules file's errors are rendered by the guest (``report.prune-json``,
+``report.split-table``, ``report.split-json``, ``report.route-summary``,
+``report.route-json``, ``report.rules-errors``), so every CLI prints the same
+bytes. The conformance suite's ``cli`` steps and ``tests/test_cli.py``
+compare them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from .judge import Decision, RulesError, render_load_errors, summary
+from .judge import RulesError
 from .pruner import Pruner, stderr_log
 from .scorers import OFFLINE, STUB, CancelToken
 from .settings import ConfigError
@@ -184,36 +184,6 @@ def _cancel_on_ctrl_c() -> CancelToken:
     return token
 
 
-# --- the route report (the only text this CLI renders itself) ---------------------
-
-
-def decision_json(d: Decision) -> Dict[str, Any]:
-    """A decision as ``toolprune route --json`` prints it."""
-    return {
-        "verdict": d.verdict,
-        "to": d.to,
-        "note": d.note,
-        "reason": d.reason,
-        "rule": d.rule,
-        "answers": [
-            {"question": a.question, "type": a.kind, "value": a.value, "p": a.p, "margin": a.margin, "mean": a.mean}
-            for a in d.answers
-        ],
-        "jev_tokens": d.jev_tokens,
-        "log": d.log_line,
-    }
-
-
-def route_json(decision: Decision) -> str:
-    """``toolprune route --json``: keys sorted, two-space indent, as the Rust
-    CLI prints it. The contract has no ``report`` export for the judge, so
-    this one is rendered here with the standard library; its numbers are
-    the guest's probabilities rounded to 0.01 (and token counts), which
-    Python and serde_json write alike (``0.99``, ``1.0``, ``0.0``); the
-    ``judge-cli`` conformance scenario compares the bytes."""
-    return json.dumps(decision_json(decision), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
 # --- commands ---------------------------------------------------------------------
 
 
@@ -349,11 +319,12 @@ def _route(args: argparse.Namespace) -> int:
     try:
         decision = pruner.route(rules, args.message, answers, scorer, rules_file=args.rules)
     except RulesError as err:
-        sys.stderr.write(render_load_errors(args.rules, err.errors))
+        sys.stderr.write(pruner.rules_errors(args.rules, err.errors))
         return 2
     except (GuestError, ValueError) as err:
         raise _Failure(f"the component failed: {err}") from err
-    out = route_json(decision) if args.json else summary(decision)
+    # Rendered by the guest (report.route-json / route-summary): every CLI prints the same bytes.
+    out = pruner.route_report(decision, json=True) + "\n" if args.json else pruner.route_report(decision)
     _write_stdout(out.encode("utf-8"))
     return 3 if decision.verdict == "failed" else 0
 
@@ -371,4 +342,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
 
 
-__all__ = ["decision_json", "main", "route_json"]
+__all__ = ["main"]

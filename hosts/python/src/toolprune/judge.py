@@ -14,7 +14,7 @@ Each live judgement runs on a fresh instance of the component.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from . import _convert
@@ -85,6 +85,8 @@ class Decision:
     answers: List[JudgeAnswer]
     jev_tokens: int
     log_line: str
+    _guest: Any = field(default=None, repr=False, compare=False)
+    """The guest's ``decision`` record as it came (for ``report.route-json``)."""
 
 
 def lift_decision(rec: Any) -> Decision:
@@ -109,6 +111,7 @@ def lift_decision(rec: Any) -> Decision:
         ],
         jev_tokens=get(rec, "jev-tokens"),
         log_line=get(rec, "log-line"),
+        _guest=rec,
     )
 
 
@@ -275,14 +278,4 @@ def request_deadline(request: Any) -> int:
     return int(get(get(request, "policy"), "deadline-ms"))
 
 
-def summary(d: Decision) -> str:
-    """``routed to agent_3 (rule 3)``, ``returned (otherwise)``, ``returned (rule 1): NOTE``, ``failed: REASON``."""
-    rule = "otherwise" if d.rule is None else f"rule {d.rule}"
-    if d.verdict == "routed":
-        return f"routed to {', '.join(d.to or [])} ({rule})\n"
-    if d.verdict == "returned":
-        return f"returned ({rule})\n" if d.note is None else f"returned ({rule}): {d.note}\n"
-    return f"failed: {d.reason}\n"
-
-
-__all__ = ["Decision", "JudgeAnswer", "LoadError", "RulesError", "render_load_errors", "summary"]
+__all__ = ["Decision", "JudgeAnswer", "LoadError", "RulesError", "render_load_errors"]

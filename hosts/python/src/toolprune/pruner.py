@@ -353,6 +353,27 @@ class Pruner:
         ends with a newline). Raises as :meth:`split_json`."""
         return self._stateless(self._checked_size(text) * 4 + 65_536, "split-table", text)  # type: ignore[no-any-return]
 
+    def route_report(self, decision: Any, json: bool = False) -> str:
+        """``route --json`` (``json=True``: pretty-printed JSON, keys sorted,
+        no newline at the end) or the ``route`` summary line, as every CLI
+        prints them (``report.route-json``, ``report.route-summary``, rendered
+        by the guest). ``decision``: one :meth:`route` gave. Raises
+        :class:`TypeError` or :class:`GuestError`."""
+        guest = getattr(decision, "_guest", None)
+        if guest is None:
+            raise TypeError("toolprune: pass a decision that route() gave")
+        size = 65_536 + 4 * len(decision.log_line)
+        return self._stateless(size, "route-json" if json else "route-summary", guest)  # type: ignore[no-any-return]
+
+    def rules_errors(self, file: str, errors: Any) -> str:
+        """A rules file's problems (a :class:`RulesError`'s ``errors``) as every
+        CLI prints them (``report.rules-errors``): ``FILE:LINE:COLUMN:
+        MESSAGE`` lines. Raises :class:`GuestError`."""
+        _require_str("file", file)
+        records = [_convert.record(line=e.line, column=e.column, message=clean(e.message)) for e in errors]
+        size = 65_536 + sum(4 * len(e.message) for e in errors)
+        return self._stateless(size, "rules-errors", clean(file), records)  # type: ignore[no-any-return]
+
     def _checked_size(self, text: str) -> int:
         _require_str("text", text)
         size = utf8_len(text)
