@@ -215,7 +215,6 @@ def test_the_same_call_again_passes_unpruned_with_a_repeated_line(pruner: Pruner
     assert unknown is not None, "without arguments no repeat is detected"
 
 
-@pytest.mark.xfail(strict=True, reason="guest bug (contract 0.3, guest/src/prune.rs log_line): the repeated line has no gate=repeated")
 def test_the_repeated_line_names_its_gate(pruner: Pruner) -> None:
     lines: List[str] = []
     conversation = pruner.conversation(enabled=True, threshold=0.5, log=lines.append)
