@@ -4,7 +4,7 @@
 //! Byte for byte what `format!("{x:.N}")` writes (exact decimal value of the
 //! `f64`, ties to even), which a property test checks. Written here because
 //! std's float formatting (Grisu with a Dragon4 fallback) is ≈ 17 KB of the
-//! component, whose size goal is 300 KB (issue 6); nothing else in the guest
+//! component, whose size goal was 300 KB (issue 6; 512 KiB since issue 22); nothing else in the guest
 //! formats floats.
 
 /// `x` with exactly `decimals` digits after the point (at most 3; more are
