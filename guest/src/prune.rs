@@ -490,10 +490,15 @@ impl Plan {
 
     /// Work units of scoring in the guest (offline, stub): every chunk read
     /// once, and the basis once per chunk.
+    ///
+    /// The basis is counted in characters (≈ its terms: a word or, in CJK
+    /// text, a character bigram), not bytes: a Japanese basis is 3 bytes a
+    /// character, and counted in bytes it made a 2,000-character request on
+    /// a 300 KB page of short paragraphs pass the budget.
     fn internal_cost(&self) -> usize {
         let chunks = self.request.batches.iter().map(|b| b.chunks.len()).sum::<usize>();
         let bytes = self.request.batches.iter().flat_map(|b| b.chunks.iter().map(String::len)).sum::<usize>();
-        bytes.saturating_add(chunks.saturating_mul(self.request.basis.len()))
+        bytes.saturating_add(chunks.saturating_mul(self.request.basis.chars().count()))
     }
 
     fn text<'a>(&'a self, raw: &'a str) -> &'a str {
@@ -797,6 +802,29 @@ mod tests {
         let compact = prune(input(host()), 1, answer(false));
         assert_eq!(spaced.outcome, compact.outcome);
         assert_eq!(spaced.counts.work, compact.counts.work);
+    }
+
+    /// A tester's case: the longest basis (2,000 characters of Japanese,
+    /// ≈ 6 KB) on a 300 KB page of ≈ 125-character paragraphs is ordinary
+    /// work, not out of proportion to the text.
+    #[test]
+    fn the_longest_japanese_basis_on_a_page_of_short_paragraphs_stays_within_the_budget() {
+        let basis: String = "ストリームの再開とヘッダーの送り方を教えてください。".chars().cycle().take(2_000).collect();
+        let paragraph = "The client resumes the stream with the Last-Event-ID header; the server replays what was missed since then.";
+        let text = (0..).map(|i| format!("{i} {paragraph}")).take_while({
+            let mut size = 0;
+            move |p: &String| {
+                size += p.len() + 2;
+                size <= 300_000
+            }
+        });
+        let text: Vec<String> = text.collect();
+        let text = text.join("\n\n");
+        for scorer in [ScorerChoice::Offline, ScorerChoice::Stub] {
+            let out = prune(PruneInput { request: basis.clone(), text: text.clone(), ..input(scorer) }, 1, |_| unreachable!());
+            assert_ne!(out.outcome, Outcome::Failed, "{:?}", out.log_line);
+            assert!(out.counts.work < crate::budget::budget_for(text.len()) / 2, "{} of {}", out.counts.work, crate::budget::budget_for(text.len()));
+        }
     }
 
     #[test]
