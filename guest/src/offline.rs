@@ -417,7 +417,9 @@ impl Outline {
         self.paragraph += 1;
         let mut found = false;
         let mut prev: &str = "";
-        for line in text.lines() {
+        // CommonMark's line ends: a lone `\r` ends a line too, so a CR-only
+        // text has the headings of its LF twin.
+        for line in crate::split::line_texts(text) {
             let t = line.trim_start();
             let indent = line.len() - t.len();
             let first = t.chars().next().unwrap_or(' ');
@@ -728,6 +730,17 @@ mod tests {
         assert!(score_or_abstain("How does a client resume a dropped stream after a disconnection?", &mixed).is_some());
         // No terms at all (stop words): no evidence.
         assert_eq!(score_or_abstain("what is the", &en), None);
+    }
+
+    #[test]
+    fn a_cr_only_text_scores_as_its_lf_twin() {
+        let lf = "# Streams\nResuming a stream after a disconnection uses the Last-Event-ID header.\n\n## Other\nNothing about that here: colours, fonts and the weather.\n\nThe server replays the events the client missed.";
+        let paragraphs_lf: Vec<&str> = lf.split("\n\n").collect();
+        let cr = lf.replace('\n', "\r");
+        let paragraphs_cr: Vec<&str> = cr.split("\r\r").collect();
+        let basis = "How does a client resume a stream after a disconnection?";
+        assert_eq!(section_numbers(&paragraphs_cr), section_numbers(&paragraphs_lf));
+        assert_eq!(score(basis, &paragraphs_cr), score(basis, &paragraphs_lf));
     }
 
     #[test]

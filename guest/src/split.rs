@@ -216,6 +216,13 @@ fn lines(text: &str) -> impl Iterator<Item = Line> + '_ {
     })
 }
 
+/// The lines of `text` without their terminators, which are CommonMark's
+/// (`\n`, `\r\n` and a lone `\r`, SPEC §4.2), for every rule that reads
+/// lines (`str::lines` does not end a line at a lone `\r`).
+pub fn line_texts(text: &str) -> impl Iterator<Item = &str> + '_ {
+    lines(text).map(move |l| &text[l.start..l.content_end])
+}
+
 // ----- Step 1: CommonMark's block structure, as far as fences need it -----
 
 /// An open fenced code block.
