@@ -448,3 +448,21 @@ fn a_jev_error_is_failed_with_its_class() {
     assert_eq!(server.requests().len(), 1, "402 is never retried");
 }
 
+
+/// A rules file of thousands of errors (5,400 rules naming unknown questions,
+/// just under the 256 KiB cap) is validated in linear work: every error
+/// listed, exit 2, the same in every host — not a fuel trap (the positions
+/// used to be found by scanning the file once per error, the errors sorted
+/// by insertion: Rust and Python trapped on fuel, Node listed them).
+#[test]
+fn thousands_of_errors_are_all_listed_not_a_trap() {
+    let dir = scratch("many-errors");
+    let extra: String = (0..5_400).map(|i| format!("\n[[rules]]\nwhen = \"nosuch{i} == x\"\nto = [\"a\"]\n")).collect();
+    let rules = write(&dir, "rules.toml", &(example_rules() + &extra));
+    let answers = write(&dir, "answers.json", &answers(0.1, [0.2, 0.7, 0.1], [0.2, 0.5, 0.3]));
+    let out = toolprune(&["route", "--rules", &rules, "--message", "x", "--answers", &answers], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr.chars().take(500).collect::<String>());
+    assert_eq!(stderr.lines().filter(|l| l.contains(": unknown question `nosuch")).count(), 5_400);
+    assert!(!stderr.contains("guest_trap"), "{}", stderr.chars().take(500).collect::<String>());
+}

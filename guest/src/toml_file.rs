@@ -59,6 +59,34 @@ fn message(src: &str, message: &str, span: Range<usize>) -> String {
     message.replace(['\r', '\n'], " ")
 }
 
+/// Where each line of a text starts, for [`Lines::position`]: one pass over
+/// the text, then a binary search per position (a rules file with thousands
+/// of errors stays linear; [`position`] scans the text each time).
+pub struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    /// The line starts of `src` (lines end at `\n`, as [`position`] counts them).
+    pub fn new(src: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1));
+        Lines { starts }
+    }
+
+    /// [`position`] of byte `at` in `src` (the text given to [`Lines::new`]).
+    pub fn position(&self, src: &str, at: usize) -> (u32, u32) {
+        let mut at = at.min(src.len());
+        while !src.is_char_boundary(at) {
+            at -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= at);
+        let line_start = self.starts[line - 1];
+        let column = src[line_start..at].chars().count() + 1;
+        (u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(column).unwrap_or(u32::MAX))
+    }
+}
+
 /// 1-based line and column (in characters) of byte `at` in `src`.
 pub fn position(src: &str, at: usize) -> (u32, u32) {
     let mut at = at.min(src.len());
@@ -126,6 +154,15 @@ pub fn decimal(src: &str, item: &Item<'_>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_line_index_gives_the_scans_positions() {
+        let src = "a = 1\r\n[t]\n\nkey = \"日本語\" # x\nlast";
+        let lines = Lines::new(src);
+        for at in 0..=src.len() + 3 {
+            assert_eq!(lines.position(src, at), position(src, at), "byte {at}");
+        }
+    }
     use proptest::prelude::*;
 
     fn get<'t, 's>(table: &'t DeTable<'s>, path: &str) -> &'t DeValue<'s> {

@@ -103,6 +103,7 @@ impl core::fmt::Display for LoadError {
 pub fn load(src: &str) -> Result<Rules, Vec<LoadError>> {
     let mut v = Validator {
         src,
+        lines: toml_file::Lines::new(src),
         errors: Vec::new(),
     };
     if src.len() > MAX_BYTES {
@@ -133,17 +134,8 @@ pub fn load(src: &str) -> Result<Rules, Vec<LoadError>> {
         return Err(v.errors);
     }
     let rules = v.rules_file(&root);
-    // In the file's order (a few errors: insertion sort keeps the component small).
-    for i in 1..v.errors.len() {
-        let mut j = i;
-        while j > 0
-            && (v.errors[j - 1].line, v.errors[j - 1].column)
-                > (v.errors[j].line, v.errors[j].column)
-        {
-            v.errors.swap(j - 1, j);
-            j -= 1;
-        }
-    }
+    // In the file's order (stable: errors at one place keep the order they were found in).
+    v.errors.sort_by_key(|e| (e.line, e.column));
     match rules {
         Some(rules) if v.errors.is_empty() => Ok(rules),
         _ => Err(v.errors),
@@ -152,6 +144,8 @@ pub fn load(src: &str) -> Result<Rules, Vec<LoadError>> {
 
 struct Validator<'s> {
     src: &'s str,
+    /// Where `src`'s lines start: every error's position in O(log lines).
+    lines: toml_file::Lines,
     errors: Vec<LoadError>,
 }
 
@@ -166,7 +160,7 @@ fn name<'t>(key: &'t Key<'_>) -> &'t str {
 
 impl Validator<'_> {
     fn error(&mut self, at: usize, message: impl Into<String>) {
-        let (line, column) = toml_file::position(self.src, at);
+        let (line, column) = self.lines.position(self.src, at);
         self.errors.push(LoadError {
             line,
             column,
