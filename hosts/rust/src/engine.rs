@@ -16,7 +16,7 @@
 //! its scorer, with no lock held across a scorer call. At most
 //! [`MAX_IDLE_INSTANCES`] idle instances are kept.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -281,6 +281,37 @@ impl std::fmt::Debug for Pruner {
     }
 }
 
+/// The most of a configuration file a host reads (bytes). The guest's rule
+/// (`settings.resolve`) refuses anything over 1 MiB; this only bounds what
+/// the host holds in memory, so a huge file, `/dev/zero` or a device can
+/// never make a hook read without end.
+const CONFIG_READ_CAP: u64 = 16 << 20;
+
+/// A configuration file's text: none when it does not exist; an error for
+/// anything that is not a regular file (a FIFO would block the reader, a
+/// device never end), for a read error, and for text that is not UTF-8.
+/// At most [`CONFIG_READ_CAP`] bytes are read.
+fn read_config_file(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(CONFIG_READ_CAP).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 >= CONFIG_READ_CAP {
+        // Cut short, perhaps inside a character: the guest refuses it for its size anyway.
+        return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    String::from_utf8(bytes).map(Some).map_err(|_| "stream did not contain valid UTF-8".to_string())
+}
+
 /// The engine every [`Pruner`] uses: fuel metering on (the cache key
 /// includes this configuration through wasmtime's compatibility hash).
 fn engine() -> anyhow::Result<Engine> {
@@ -519,11 +550,7 @@ impl Pruner {
     pub fn configuration(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<GuestConfig, String> {
         let pairs = self.environment(env);
         let file = match self.config_path(&pairs) {
-            Some(path) => match std::fs::read_to_string(&path) {
-                Ok(text) => Some(text),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(format!("cannot read {path}: {e}")),
-            },
+            Some(path) => read_config_file(Path::new(&path)).map_err(|e| format!("cannot read {path}: {e}"))?,
             None => None,
         };
         self.resolve(&pairs, file.as_deref())
