@@ -451,7 +451,7 @@ impl Conversation {
                 log_line: inner.pruner.failure_line(Operation::Omitted, &inner.agent, "", &failure),
             },
         };
-        inner.log.line(&answer.log_line);
+        crate::log::write(&*inner.log, &answer.log_line);
         answer
     }
 
@@ -520,7 +520,7 @@ impl Conversation {
         match finished {
             Ok(pruned) => {
                 if let Some(line) = &pruned.log_line {
-                    inner.log.line(line);
+                    crate::log::write(&*inner.log, line);
                 }
                 PruneResult::from_guest(raw, pruned, scorer_calls)
             }
@@ -649,7 +649,7 @@ impl Conversation {
     fn fail_open(&self, raw: Arc<str>, tool: &str, failure: HostFailure, scorer_calls: u32) -> PruneResult {
         let inner = &self.inner;
         let line = inner.pruner.failure_line(Operation::Prune, &inner.agent, tool, &failure);
-        inner.log.line(&line);
+        crate::log::write(&*inner.log, &line);
         PruneResult::fail_open(raw, failure, line, scorer_calls)
     }
 }

@@ -217,12 +217,12 @@ impl Judge {
     fn settle(&self, answer: Result<Result<Decision, Vec<LoadError>>, HostFailure>) -> Result<Decision, RouteError> {
         match answer {
             Ok(Ok(decision)) => {
-                self.log.line(&decision.log_line);
+                crate::log::write(&*self.log, &decision.log_line);
                 Ok(decision)
             }
             Ok(Err(errors)) => Err(RouteError::Rules(errors)),
             Err(failure) => {
-                self.log.line(&self.pruner.failure_line(Operation::Judge, "", "", &failure));
+                crate::log::write(&*self.log, &self.pruner.failure_line(Operation::Judge, "", "", &failure));
                 Err(RouteError::Guest(failure))
             }
         }

@@ -21,8 +21,18 @@ pub struct StderrLog;
 
 impl LogSink for StderrLog {
     fn line(&self, line: &str) {
-        eprintln!("{line}");
+        use std::io::Write as _;
+        // Never `eprintln!`: it panics when stderr fails (a closed pipe), and
+        // a log line must never cost the agent its result (SPEC §11).
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
+}
+
+/// Writes `line` to `sink`, whatever the sink does: a sink that panics
+/// loses its line, never the result the line is about (SPEC §11: a broken
+/// log is one more failure that gives the text back, not an error).
+pub(crate) fn write(sink: &dyn LogSink, line: &str) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.line(line)));
 }
 
 /// Keeps the lines in memory, for tests.

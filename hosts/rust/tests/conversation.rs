@@ -389,3 +389,25 @@ fn a_failed_batch_answer_reaches_the_guest_as_it_is() {
     assert_eq!(result.failures.len(), 1);
     assert_eq!((result.failures[0].batch, result.failures[0].status), (0, Some(503)));
 }
+
+/// A log sink that panics (a closed pipe, a bug) loses its lines, never the
+/// result: the caller still gets the pruned body, and `omitted` answers
+/// (SPEC §11; a tester's JS and Python sinks that threw took the body away
+/// after the result was stored).
+#[test]
+fn a_sink_that_panics_never_costs_the_result() {
+    let sink: Arc<dyn toolprune::LogSink> = Arc::new(|_: &str| panic!("the log is broken"));
+    let conversation = pruner()
+        .conversation(ConversationOptions {
+            enabled: true,
+            scoring: Some(Scoring::host(resumption_scorer())),
+            log: sink,
+            ..ConversationOptions::default()
+        })
+        .unwrap();
+    let result = conversation.turn(REQUEST).on_tool_result(ToolResult::prunable("fetch", TRANSPORTS));
+    assert_eq!(result.outcome_name(), "ok");
+    assert!(result.body.starts_with("[Omitted by relevance:"));
+    let answer = conversation.omitted(r#"{"id": "P1", "from": 0, "to": 0}"#);
+    assert!(answer.outcome.is_some(), "{}", answer.text);
+}
