@@ -203,60 +203,60 @@ fn tokens(chars: u64) -> u64 {
 
 impl Figures {
     fn add_prune(&mut self, p: &line::Prune) {
-        self.seen += 1;
+        self.seen = self.seen.saturating_add(1);
         *self.outcomes.entry(p.outcome.clone()).or_default() += 1;
         if p.outcome == "skipped" {
             *self.skipped.entry(p.gate.clone().unwrap_or_else(|| "-".into())).or_default() += 1;
         }
         if !matches!(p.outcome.as_str(), "skipped" | "structured" | "no_basis") {
-            self.attempted += 1;
+            self.attempted = self.attempted.saturating_add(1);
         }
-        self.chars.seen += p.raw_chars.unwrap_or(0);
+        self.chars.seen = self.chars.seen.saturating_add(p.raw_chars.unwrap_or(0));
         if let (Some(raw), Some(kept)) = (p.raw_chars, p.kept_chars) {
             if p.outcome == "ok" && kept < raw {
-                self.pruned += 1;
-                self.chars.pruned += raw;
-                self.chars.removed += raw - kept;
+                self.pruned = self.pruned.saturating_add(1);
+                self.chars.pruned = self.chars.pruned.saturating_add(raw);
+                self.chars.removed = self.chars.removed.saturating_add(raw - kept);
             }
         }
         if let Some(ms) = p.ms {
-            self.scorer.measured += 1;
-            self.scorer.ms += ms;
+            self.scorer.measured = self.scorer.measured.saturating_add(1);
+            self.scorer.ms = self.scorer.ms.saturating_add(ms);
         }
-        self.scorer.calls += p.calls.unwrap_or(0);
-        self.scorer.jev_tokens += p.jev_tokens.unwrap_or(0);
+        self.scorer.calls = self.scorer.calls.saturating_add(p.calls.unwrap_or(0));
+        self.scorer.jev_tokens = self.scorer.jev_tokens.saturating_add(p.jev_tokens.unwrap_or(0));
     }
 
     fn add_omitted(&mut self, o: &line::Omitted, distinct: bool) {
-        self.omitted.calls += 1;
+        self.omitted.calls = self.omitted.calls.saturating_add(1);
         *self.omitted.outcomes.entry(o.outcome.clone()).or_default() += 1;
         if o.outcome == "ok" && distinct {
-            self.omitted.chars_read_back += o.chars;
+            self.omitted.chars_read_back = self.omitted.chars_read_back.saturating_add(o.chars);
         }
     }
 
     fn add(&mut self, other: &Figures) {
-        self.seen += other.seen;
-        self.attempted += other.attempted;
-        self.pruned += other.pruned;
+        self.seen = self.seen.saturating_add(other.seen);
+        self.attempted = self.attempted.saturating_add(other.attempted);
+        self.pruned = self.pruned.saturating_add(other.pruned);
         for (k, v) in &other.outcomes {
             *self.outcomes.entry(k.clone()).or_default() += v;
         }
         for (k, v) in &other.skipped {
             *self.skipped.entry(k.clone()).or_default() += v;
         }
-        self.chars.seen += other.chars.seen;
-        self.chars.pruned += other.chars.pruned;
-        self.chars.removed += other.chars.removed;
-        self.omitted.calls += other.omitted.calls;
+        self.chars.seen = self.chars.seen.saturating_add(other.chars.seen);
+        self.chars.pruned = self.chars.pruned.saturating_add(other.chars.pruned);
+        self.chars.removed = self.chars.removed.saturating_add(other.chars.removed);
+        self.omitted.calls = self.omitted.calls.saturating_add(other.omitted.calls);
         for (k, v) in &other.omitted.outcomes {
             *self.omitted.outcomes.entry(k.clone()).or_default() += v;
         }
-        self.omitted.chars_read_back += other.omitted.chars_read_back;
-        self.scorer.measured += other.scorer.measured;
-        self.scorer.ms += other.scorer.ms;
-        self.scorer.calls += other.scorer.calls;
-        self.scorer.jev_tokens += other.scorer.jev_tokens;
+        self.omitted.chars_read_back = self.omitted.chars_read_back.saturating_add(other.omitted.chars_read_back);
+        self.scorer.measured = self.scorer.measured.saturating_add(other.scorer.measured);
+        self.scorer.ms = self.scorer.ms.saturating_add(other.scorer.ms);
+        self.scorer.calls = self.scorer.calls.saturating_add(other.scorer.calls);
+        self.scorer.jev_tokens = self.scorer.jev_tokens.saturating_add(other.scorer.jev_tokens);
     }
 
     /// The derived figures (tokens, share) from the counted ones.
@@ -490,6 +490,24 @@ mod tests {
         assert_eq!(r.total.pruned, 1, "`mcp-proxy` takes every mcp-proxy:NAME");
         let r = report(&proxies, 0, Filters { agent: Some("mcp".into()), ..Filters::default() });
         assert_eq!(r.total.seen, 0);
+    }
+
+    /// A tester's log: counts at `u64::MAX` (no writer can write them, but a
+    /// log file is anyone's to damage) saturate; they never panic (debug) or
+    /// wrap (release).
+    #[test]
+    fn huge_counts_saturate_instead_of_overflowing() {
+        let max = u64::MAX;
+        let huge = vec![
+            ok(DAY + 1, "s1", "P1", "claude-code", "mcp__a__fetch", max, 0, &max.to_string()),
+            ok(DAY + 2, "s1", "P2", "claude-code", "mcp__a__fetch", max, 0, &max.to_string()),
+            back(DAY + 3, "s1", "claude-code", "P1", 0, 1, max),
+            back(DAY + 4, "s1", "claude-code", "P2", 0, 1, max),
+        ];
+        let r = report(&huge, 0, Filters::default());
+        assert_eq!((r.total.chars.seen, r.total.chars.removed, r.total.scorer.ms), (max, max, max));
+        assert_eq!(r.total.omitted.chars_read_back, max);
+        assert!(serde_json::to_string(&r).is_ok());
     }
 
     #[test]
