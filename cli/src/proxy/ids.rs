@@ -138,7 +138,22 @@ fn peek(path: &Path) -> std::io::Result<u32> {
     let mut text = String::new();
     file.read_to_string(&mut text)?;
     file.unlock()?;
-    Ok(text.trim().parse::<u32>().unwrap_or(0).checked_add(1).unwrap_or(1))
+    counter_value(&text)?.checked_add(1).ok_or_else(spent)
+}
+
+/// The counter's value: an empty (new) file is 0; anything but a decimal
+/// number is an error, so the clock-derived local numbers serve — never a
+/// restart at 1, which would hand out `P1` again (an id means one text).
+fn counter_value(text: &str) -> std::io::Result<u32> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse::<u32>().map_err(|_| std::io::Error::other("the id counter does not hold a number"))
+}
+
+fn spent() -> std::io::Error {
+    std::io::Error::other("the id counter is spent")
 }
 
 fn bump(path: &Path) -> std::io::Result<u32> {
@@ -158,11 +173,12 @@ fn bump(path: &Path) -> std::io::Result<u32> {
     file.lock()?;
     let mut text = String::new();
     file.read_to_string(&mut text)?;
-    let current: u32 = text.trim().parse().unwrap_or(0);
-    let next = current.checked_add(1).unwrap_or(1);
+    let next = counter_value(&text)?.checked_add(1).ok_or_else(spent)?;
+    // Written in place at a fixed width, never truncated first: a write cut
+    // short leaves the new number's first digits on the old one's last, a
+    // number no smaller than the old one — never an empty file read as 0.
     file.seek(SeekFrom::Start(0))?;
-    file.set_len(0)?;
-    file.write_all(format!("{next}\n").as_bytes())?;
+    file.write_all(format!("{next:010}\n").as_bytes())?;
     file.sync_data().ok();
     file.unlock()?;
     Ok(next)
@@ -177,6 +193,37 @@ mod tests {
         let p = std::env::temp_dir().join(format!("toolprune-ids-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&p);
         p
+    }
+
+    /// A tester's counters: a damaged or spent file never restarts the ids
+    /// at `P1` (which old markers still name); the clock-derived local
+    /// numbers serve instead, and they are large.
+    #[test]
+    fn a_damaged_or_spent_counter_never_restarts_at_one() {
+        for damaged in ["abc", "-1", "4294967295", "18446744073709551615", "12x"] {
+            let dir = root("damaged");
+            fs::create_dir_all(&dir).unwrap();
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+            fs::write(dir.join(COUNTER_FILE), damaged).unwrap();
+            let ids = IdNumbers::new(Some(&dir));
+            let (peeked, next) = (ids.peek(), ids.next());
+            assert!(peeked > 1000 && next > 1000, "{damaged}: {peeked}, {next}");
+            assert_eq!(ids.next(), next + 1, "{damaged}");
+            assert_eq!(fs::read_to_string(dir.join(COUNTER_FILE)).unwrap(), damaged, "left as it was");
+            fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_counter_is_written_at_a_fixed_width_and_reads_older_files() {
+        let dir = root("width");
+        let ids = IdNumbers::new(Some(&dir));
+        assert_eq!(ids.next(), 1);
+        assert_eq!(fs::read_to_string(dir.join(COUNTER_FILE)).unwrap(), "0000000001\n");
+        fs::write(dir.join(COUNTER_FILE), "41\n").unwrap();
+        assert_eq!(ids.next(), 42);
+        assert_eq!(fs::read_to_string(dir.join(COUNTER_FILE)).unwrap(), "0000000042\n");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
