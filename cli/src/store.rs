@@ -433,6 +433,12 @@ fn number_of(id: &str) -> Option<u32> {
     id.strip_prefix('P').filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())).and_then(|d| d.parse().ok())
 }
 
+/// Characters of a prompt a prompt hook keeps (far more than the guest's
+/// basis, the first 2,000 characters of the request, SPEC §3, takes; a
+/// bound, not that rule: at most ≈ 256 KiB of UTF-8, under the proxy's
+/// 1 MiB record limit).
+pub const REQUEST_KEPT_CHARS: usize = 65_536;
+
 /// The turn's request as recorded by a prompt hook.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
@@ -539,8 +545,15 @@ impl Session {
 
     /// [`Session::record_request`] with where it came from: the agent's
     /// working folder and process id (docs/mcp-proxy.md "Basis").
+    /// Only the first [`REQUEST_KEPT_CHARS`] characters are kept: the guest
+    /// takes the basis from the start of the request, and a pasted megabyte
+    /// must not make a record that readers (the proxy) refuse as too large.
     pub fn record_request_from(&self, request: &str, cwd: Option<&str>, agent_pid: Option<u32>) -> Result<(), StoreError> {
-        let record = Request { request: request.to_string(), at: now_s(), cwd: cwd.map(str::to_string), agent_pid };
+        let kept = match request.char_indices().nth(REQUEST_KEPT_CHARS) {
+            Some((end, _)) => &request[..end],
+            None => request,
+        };
+        let record = Request { request: kept.to_string(), at: now_s(), cwd: cwd.map(str::to_string), agent_pid };
         let json = serde_json::to_vec(&record).map_err(|e| StoreError(e.to_string()))?;
         let _lock = self.lock(true)?;
         write_atomic(&self.dir, "request.json", &json)
@@ -708,6 +721,24 @@ mod tests {
     fn mode(path: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt as _;
         fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A pasted megabyte in a prompt (a tester's 2.4 MB `request.json`): the
+    /// record keeps its first 65,536 characters, whole characters, so it
+    /// stays under the proxy's record limit and gives the same basis.
+    #[test]
+    fn a_huge_prompt_is_recorded_by_its_start() {
+        let (_tmp, root) = root();
+        let session = root.session("claude-code", "huge").unwrap();
+        let prompt: String = "質問".repeat(600_000);
+        session.record_request(&prompt).unwrap();
+        let kept = session.request().unwrap().unwrap().request;
+        assert_eq!(kept.chars().count(), REQUEST_KEPT_CHARS);
+        assert!(prompt.starts_with(&kept));
+        let size = fs::metadata(session.dir.join("request.json")).unwrap().len();
+        assert!(size < crate::proxy::basis::MAX_RECORD_BYTES, "{size}");
+        session.record_request("short").unwrap();
+        assert_eq!(session.request().unwrap().unwrap().request, "short");
     }
 
     #[test]

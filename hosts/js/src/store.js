@@ -37,6 +37,21 @@ import {
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 
+/** Characters of a prompt the session keeps (cli/src/store.rs `REQUEST_KEPT_CHARS`). */
+export const REQUEST_KEPT_CHARS = 65_536;
+
+/** The first `n` characters (Unicode scalar values, as the guest counts) of `text`. */
+function firstChars(text, n) {
+  let count = 0;
+  for (let i = 0; i < text.length; ) {
+    if (count === n) return text.slice(0, i);
+    const code = text.codePointAt(i);
+    i += code > 0xffff ? 2 : 1;
+    count += 1;
+  }
+  return text;
+}
+
 /** A store that cannot be used (unreadable, not private, corrupt); the message names paths, never content. */
 export class StoreError extends Error {
   constructor(message) {
@@ -427,9 +442,13 @@ export class Session {
     return state.records.map(([n]) => state.calls[String(n)]).filter((k) => typeof k === 'string');
   }
 
-  /** Records the turn's request (replaces the previous one). */
+  /**
+   * Records the turn's request (replaces the previous one): its first
+   * 65,536 characters, as the Rust CLI keeps them (`REQUEST_KEPT_CHARS` in
+   * cli/src/store.rs; the guest's basis takes far fewer).
+   */
   recordRequest(request, cwd) {
-    const record = { request, at: nowS() };
+    const record = { request: firstChars(request, REQUEST_KEPT_CHARS), at: nowS() };
     if (typeof cwd === 'string') record.cwd = cwd;
     writeAtomic(this.#dir, 'request.json', JSON.stringify(record));
   }

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { Pruner } from '../src/index.js';
 import { ToolprunePlugin } from '../src/opencode.js';
-import { Root, sessionName } from '../src/store.js';
+import { REQUEST_KEPT_CHARS, Root, sessionName } from '../src/store.js';
 import { notes, readShared, scripted, REQUEST as NOTES_REQUEST } from './helpers.js';
 
 const PAGE = readShared('corpus/nvm-README.md');
@@ -276,6 +276,19 @@ describe('resultStore (a conversation keeping its records elsewhere)', () => {
     assert.equal(result.failure.reason, 'store');
     assert.match(lines.at(-1), /outcome=failed reason=store/);
     pruner.close();
+  });
+
+  test('a huge prompt is recorded by its first 65,536 characters, whole characters, as the Rust CLI keeps it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolprune-request-'));
+    const session = new Root(join(dir, 'store')).session('test', 'huge');
+    const prompt = '質問😀'.repeat(300_000);
+    session.recordRequest(prompt);
+    const kept = session.request().request;
+    assert.equal([...kept].length, REQUEST_KEPT_CHARS);
+    assert.ok(prompt.startsWith(kept));
+    session.recordRequest('short');
+    assert.equal(session.request().request, 'short');
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test('records go to the store numbered from its counter; omitted reads them back from it', async () => {
