@@ -283,3 +283,68 @@ fn the_proxy_prunes_only_once_the_client_was_shown_its_omitted_tool() {
     assert_eq!(tools.iter().filter(|t| t["name"] == "omitted").count(), 1, "the server's own only: {}", answers[0]);
     assert_eq!(text_of(&answers[1]), raw, "no marker without the proxy's way back");
 }
+
+/// A stdio server offering `fetch` (and, with `--own-omitted`, an `omitted`
+/// of its own) whose every `tools/call` answers the arguments it received.
+const ECHO_SERVER: &str = r#"
+import json, sys
+own = "--own-omitted" in sys.argv
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m.get("method") == "tools/list":
+        tools = [{"name": "fetch", "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}}}]
+        if own:
+            tools.append({"name": "omitted", "inputSchema": {"type": "object"}})
+        result = {"tools": tools}
+    elif m.get("method") == "tools/call":
+        result = {"content": [{"type": "text", "text": json.dumps(m["params"].get("arguments"), sort_keys=True)}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+"#;
+
+/// The basis argument is the proxy's, never the server's: a prunable tool's
+/// call that the proxy does not prune — before any listing (a client calling
+/// from an earlier session's schema), or while the server has its own
+/// `omitted` — reaches the server without it (a tester saw it forwarded).
+#[test]
+fn the_basis_argument_never_reaches_the_server_even_when_nothing_is_pruned() {
+    for (own_omitted, list_first) in [(false, false), (true, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::new(BIN);
+        command.args(["mcp-proxy", "--name", "docs", "--basis", "argument", "--", "python3", "-c", ECHO_SERVER]);
+        if own_omitted {
+            command.arg("--own-omitted");
+        }
+        let mut child = command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("TOOLPRUNE_STORE_DIR", dir.path().join("store"))
+            .env("TOOLPRUNE_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("toolprune-proxy-tests-cache"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut ask = |message: Value| -> Value {
+            writeln!(stdin, "{message}").unwrap();
+            stdin.flush().unwrap();
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+        };
+        if list_first {
+            ask(list(1));
+        }
+        let answer = ask(fetch_call(2));
+        let received = answer["result"]["content"][0]["text"].as_str().unwrap().to_string();
+        assert_eq!(received, r#"{"url": "x"}"#, "own omitted {own_omitted}, listed {list_first}");
+        drop(stdin);
+        let _ = child.wait();
+    }
+}

@@ -278,20 +278,15 @@ impl Core {
                     return;
                 }
                 let tool = call.name.to_string();
-                // No way back, no pruning: the client was never shown our
-                // `omitted` (no listing yet, or the upstream's own `omitted`
-                // would take the model's read-back calls).
-                if !self.omitted_listed.load(Ordering::SeqCst) || !self.is_prunable(&tool) {
-                    let _ = upstream.send(line.clone());
-                    return;
-                }
-                let hook = match pruning.basis {
-                    BasisMode::None => None,
-                    _ => pruning.hooks.lookup(&pruning.me).map(|(request, _)| request),
-                };
+                let prunable = self.is_prunable(&tool);
+                // The basis argument is the proxy's, never the server's: it
+                // is taken out of every prunable tool's call, also one that
+                // is not pruned (a client calling from a schema it listed in
+                // an earlier session, or while the server has its own
+                // `omitted`).
                 let mut forward = None;
                 let mut written = None;
-                if let (Some((argument, _)), Some(arguments)) = (&pruning.argument, call.arguments) {
+                if let (true, Some((argument, _)), Some(arguments)) = (prunable, &pruning.argument, call.arguments) {
                     let colliding = self.colliding.lock().unwrap_or_else(|e| e.into_inner()).contains(&tool);
                     if !colliding {
                         if let Some((stripped, value)) = message::strip_argument(&line, arguments, argument) {
@@ -300,6 +295,17 @@ impl Core {
                         }
                     }
                 }
+                // No way back, no pruning: the client was never shown our
+                // `omitted` (no listing yet, or the upstream's own `omitted`
+                // would take the model's read-back calls).
+                if !self.omitted_listed.load(Ordering::SeqCst) || !prunable {
+                    let _ = upstream.send(forward.unwrap_or_else(|| line.clone()));
+                    return;
+                }
+                let hook = match pruning.basis {
+                    BasisMode::None => None,
+                    _ => pruning.hooks.lookup(&pruning.me).map(|(request, _)| request),
+                };
                 let basis = match pruning.basis {
                     BasisMode::None => None,
                     BasisMode::Hook => hook,
