@@ -122,7 +122,8 @@ async def test_the_same_call_again_passes_unpruned_with_a_repeated_line(stack: S
         again = text_of(await s.call_tool(FETCH, {"max_length": MAX, "url": url, "user_request": request + " Again."}))
     assert again == server_text(stack), "the same call again: the server's text, unchanged"
     lines = [l for l in stack.gateways[1].lines() if "outcome=skipped" in l]
-    assert lines and "docs-fetch" in lines[-1] and "repeat" not in lines[-1].split("name=", 1)[1], lines
+    assert lines and " name=docs-fetch outcome=skipped gate=repeated " in lines[-1], lines
+    assert "call=repeat" not in lines[-1] and url not in lines[-1], "the line carries no arguments"
     async with client(stack, "bob", gw=1) as s:
         other = text_of(await s.call_tool(FETCH, {"url": url, "max_length": MAX, "user_request": request}))
     assert markers(other)[0], "another scope: not a repeat"
