@@ -27,8 +27,8 @@ pub struct RouteArgs {
     /// The message to judge (sent to Jev as `{"message": …}`; never logged).
     #[arg(long, allow_hyphen_values = true)]
     message: String,
-    /// Fixed Jev answers: the text of a Jev response (`{"answers": {…}}`),
-    /// so no call is made. Without it, Jev is called once with the
+    /// Fixed Jev answers: a file holding the text of a Jev response
+    /// (`{"answers": {…}}`), so no call is made. Without it, Jev is called once with the
     /// configured credentials (docs/jev.md).
     #[arg(long)]
     answers: Option<PathBuf>,
