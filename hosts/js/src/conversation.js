@@ -43,8 +43,38 @@ export function checkDialect(dialect) {
   return dialect;
 }
 
+const NOOP = () => {};
+let stderrGuarded = false;
+
+/**
+ * The default log sink: each line to stderr. A stderr that is gone (a
+ * closed pipe: EPIPE, reported by Node asynchronously as an `error` event
+ * that would crash the process) drops the line: a log never stops the
+ * agent. The guard is set once, when this sink is first used.
+ */
 export function defaultLog(line) {
-  process.stderr.write(`${line}\n`);
+  const stderr = process.stderr;
+  if (!stderrGuarded) {
+    stderrGuarded = true;
+    stderr.on('error', NOOP);
+  }
+  if (stderr.destroyed || !stderr.writable) return;
+  stderr.write(`${line}\n`);
+}
+
+/**
+ * A log sink whose failures never reach the caller: `log(line)` with
+ * anything it throws dropped (fail-open, SPEC §11: the result is
+ * returned as computed; only its line is lost).
+ */
+export function safeLog(log) {
+  return (line) => {
+    try {
+      log(line);
+    } catch {
+      // dropped: a log sink's failure never reaches a result
+    }
+  };
 }
 
 /** How many lone surrogates `s` holds (for messages: a count, never text). */
@@ -236,6 +266,15 @@ export class Conversation {
     this.#results = results;
   }
 
+  /** Writes a line to the conversation's log sink; what the sink throws is dropped. */
+  #log(line) {
+    try {
+      this.#options.log(line);
+    } catch {
+      // dropped: a log sink's failure never reaches a result (fail-open)
+    }
+  }
+
   /** The options in effect (threshold as the guest checked it, store limits). */
   get options() {
     return this.#options;
@@ -289,7 +328,7 @@ export class Conversation {
     // Lone surrogates: not JSON text (and jco would send U+FFFD). An empty
     // text gets the guest's own `invalid` answer.
     if (typeof text !== 'string' || !text.isWellFormed()) text = '';
-    const { lang, agent, log } = this.#options;
+    const { lang, agent } = this.#options;
     const engine = this.#engine;
     let failure = null;
     let answer;
@@ -319,7 +358,7 @@ export class Conversation {
         failure,
       };
     }
-    log(answer.logLine);
+    this.#log(answer.logLine);
     return answer;
   }
 
@@ -509,7 +548,7 @@ export class Conversation {
   /** A guest answer's result: its line written, `scorerCalls` noted. */
   #done(out, scorerCalls) {
     out.scorerCalls = scorerCalls;
-    if (out.logLine !== null) this.#options.log(out.logLine);
+    if (out.logLine !== null) this.#log(out.logLine);
     return out;
   }
 
@@ -528,13 +567,13 @@ export class Conversation {
 
   /** The input back, outcome `failed`, and the guest's failure line (from a fresh instance). */
   *#failOpen(r, failure, scorerCalls = 0) {
-    const { agent, log } = this.#options;
+    const { agent } = this.#options;
     const line = yield {
       call: 'failureLine',
       args: { operation: 'prune', agent, tool: r.tool, failure: wit.kebab(failure.reason), limit: wit.kebab(failure.limit) },
     };
     const logLine = line.ok ? line.value : INSTANTIATE_LINE;
-    log(logLine);
+    this.#log(logLine);
     const out = failedOpen(r.text, failure, logLine);
     out.scorerCalls = scorerCalls;
     return out;

@@ -252,7 +252,7 @@ export interface ConversationOptions {
   scorer?: ScorerOption;
   /** The Jev model named in request bodies; default the scorer's. */
   jevModel?: string;
-  /** Where log lines go (one line, no newline). Default: stderr. */
+  /** Where log lines go (one line, no newline). Default: stderr. What it throws is dropped; the result is returned as computed. */
   log?: (line: string) => void;
   /** Store bounds; default the guest's. */
   store?: { maxRecords?: number; maxChars?: number };
@@ -317,7 +317,7 @@ export interface RouteOptions {
   signal?: AbortSignal;
   /** The Jev model named in the body (default: the scorer's `jevModel`). */
   jevModel?: string;
-  /** Where the `judge:` line goes (default: stderr). */
+  /** Where the `judge:` line goes (default: stderr). What it throws is dropped. */
   log?: (line: string) => void;
   /** The rules file's name in `RulesError` messages (default `rules`). */
   rulesFile?: string;

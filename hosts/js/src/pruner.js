@@ -136,7 +136,8 @@ export class Pruner {
    * - `lang` (`'en'` / `'ja'`; default the guest's), `agent` (log label,
    *   default `agent`), `scorer` (default the pruner's), `jevModel` (the
    *   model named in Jev bodies; default the scorer's);
-   * - `log`: `(line) => void` for the log lines (default stderr);
+   * - `log`: `(line) => void` for the log lines (default stderr; what it
+   *   throws is dropped, the result is returned as computed);
    * - `store`: `{ maxRecords, maxChars }` (default the guest's);
    * - `resultStore`: where the counter and the pruned results are kept
    *   instead of process memory, as the Rust host's `ResultStore` (an
