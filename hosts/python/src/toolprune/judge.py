@@ -21,6 +21,7 @@ from . import _convert
 from . import _engine
 from ._convert import get
 from ._engine import CallLimits, Instance, Trapped
+from ._log import write_line
 from .scorers import OFFLINE, STUB, CancelToken, Scored, run_async, run_sync
 from .settings import surrogates, utf8_len
 from .types import GuestError, HostFailure, snake
@@ -179,7 +180,7 @@ class Judge:
             line = self.pruner.settings.failure_line("judge", "", "", failure.reason, failure.limit)
         except GuestError:
             line = "judge: rule=- failed reason=instantiate"
-        self.log(line)
+        write_line(self.log, line)
         return GuestError(failure)
 
     def _decide(self, value: Any) -> Decision:
@@ -187,7 +188,7 @@ class Judge:
         if errors is not None:
             raise RulesError(self.rules_file, errors)
         decision = lift_decision(value)
-        self.log(decision.log_line)
+        write_line(self.log, decision.log_line)
         return decision
 
     def route(self) -> Decision:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ if TYPE_CHECKING:  # imported where used (see scorers.py)
 from . import _convert, _engine
 from ._convert import get
 from ._engine import CallLimits, Compiled, Instance, Trapped
+from ._log import LogSink, stderr_log, write_line
 from .scorers import (
     OFFLINE,
     CancelToken,
@@ -66,9 +66,6 @@ from .types import (
     snake,
 )
 
-LogSink = Callable[[str], None]
-"""Receives complete log lines (``tool prune: …``), without a newline."""
-
 ScorerLike = Any
 """``"offline"``, ``"stub"``, ``"jev"`` (:meth:`JevScorer.from_env`), or a scorer object."""
 
@@ -77,11 +74,6 @@ FORMS = ("import", "jobs")
 
 Arguments = Union[str, Mapping[str, Any], None]
 """A tool call's arguments: the JSON text the door received, or a mapping (encoded as JSON)."""
-
-
-def stderr_log(line: str) -> None:
-    """The default log sink: each line to stderr."""
-    print(line, file=sys.stderr, flush=True)
 
 
 def _require_str(what: str, value: object) -> str:
@@ -136,7 +128,7 @@ class Pruner:
         ``wasm``: the ``toolprune.wasm`` path (default ``$TOOLPRUNE_WASM``,
         else the copy installed with the package). ``limits``: overrides of
         the guest's per-call limits (tests). ``log``: where log lines go
-        (stderr). ``cache_dir``: the compile cache's folder (default
+        (stderr; what the sink raises is dropped). ``cache_dir``: the compile cache's folder (default
         :func:`~toolprune._engine.default_cache_dir`); ``False`` compiles in
         memory only.
 
@@ -659,7 +651,7 @@ class Conversation:
             line = self._settings.failure_line("prune", self.agent, tool, failure.reason, failure.limit)
         except GuestError:
             line = "tool prune: outcome=failed reason=instantiate"
-        self.log(line)
+        write_line(self.log, line)
         return PruneResult(
             body=text,
             raw=text,
@@ -876,7 +868,7 @@ class Conversation:
                     self._count = number
             line = get(pruned, "log-line")
             if line is not None:
-                self.log(line)
+                write_line(self.log, line)
         return pruned
 
     # --- the jobs form -------------------------------------------------------------------
@@ -956,7 +948,7 @@ class Conversation:
                 self._count = number
             line = get(pruned, "log-line")
             if line is not None:
-                self.log(line)
+                write_line(self.log, line)
         return pruned
 
     def _finish(self, job: _Job, scored: Optional[Scored]) -> PruneResult:
@@ -1053,7 +1045,7 @@ class Conversation:
         if failure is not None:
             return self._omitted_failure(failure)
         result = OmittedAnswer(outcome=snake(get(answer, "outcome")), text=get(answer, "text"), log_line=get(answer, "log-line"))
-        self.log(result.log_line)
+        write_line(self.log, result.log_line)
         return result
 
     def _omitted_failure(self, failure: HostFailure) -> OmittedAnswer:
@@ -1065,7 +1057,7 @@ class Conversation:
             text = self.pruner._stateless(0, "unavailable", self.lang)
         except GuestError:
             text = ""
-        self.log(line)
+        write_line(self.log, line)
         return OmittedAnswer(outcome="failed", text=text, log_line=line, failure=failure)
 
     def omitted_tool(self, dialect: str = "plain", lang: Optional[str] = None) -> Dict[str, Any]:
