@@ -492,9 +492,12 @@ class _ImportScorer:
     (:func:`~toolprune.scorers.run_sync`; its retries ask
     ``settings.retry-delay`` on the settings' own instance, never the one
     inside ``prune``). Every scorer failure, the deadline and cancellation
-    become answers, never a trap. The response is kept: a result whose id
-    moved while it was scored is finished again from it, and the scorer is
-    never asked twice."""
+    become answers, never a trap. A ``KeyboardInterrupt`` (any
+    ``BaseException`` that is not an ``Exception``) while it scores is
+    answered ``cancelled`` and kept in :attr:`interrupt`, for the caller to
+    raise once the guest call has returned. The response is kept: a result
+    whose id moved while it was scored is finished again from it, and the
+    scorer is never asked twice."""
 
     def __init__(self, scorer: Any, cancel: CancelToken, deadline: Callable[[ScoringRequest], int]) -> None:
         self.scorer = scorer
@@ -504,17 +507,23 @@ class _ImportScorer:
         """Import calls answered by asking the scorer (0 or 1)."""
         self.response: Any = None
         """The ``scoring-response`` record given to the guest, once it was asked."""
+        self.interrupt: Optional[BaseException] = None
+        """A Ctrl-C (``KeyboardInterrupt``) that stopped the scoring, to raise after the call."""
 
     def __call__(self, request: Any) -> Any:
         if self.response is not None:  # the guest asks once; never the scorer twice
             return self.response
         self.calls += 1
+        start = time.monotonic()
         try:
             lifted = _convert.lift_request(request)
             scored = run_sync(self.scorer, lifted, self.cancel, self.deadline(lifted))
             self.response = _convert.lower_response(scored.answers, scored.elapsed_ms)
         except Exception:  # noqa: BLE001 - never a trap: every batch failed(network)
             self.response = _convert.lower_response([None] * len(get(request, "batches")), 0)
+        except BaseException as err:  # Ctrl-C: the scoring stopped (the guest's `cancelled`)
+            self.interrupt = err
+            self.response = _convert.lower_response("cancelled", elapsed_ms(start))
         return self.response
 
     def replay(self, _request: Any) -> Any:
@@ -810,9 +819,17 @@ class Conversation:
 
     def _prune_import(self, ready: _Ready, cancel: CancelToken) -> PruneResult:
         """One ``pruner.prune`` call on an instance of its own, the scorer
-        answering the import on this thread, then the commit (:meth:`_commit`)."""
-        limits = self._call_limits(ready.text_bytes)
+        answering the import on this thread, then the commit (:meth:`_commit`).
+        A Ctrl-C while the scorer ran is raised once the ``cancelled`` result
+        is committed (its line written)."""
         asker = None if internal(ready.scorer) else _ImportScorer(ready.scorer, cancel, self._deadline)
+        result = self._prune_import_with(ready, asker)
+        if asker is not None and asker.interrupt is not None:
+            raise asker.interrupt
+        return result
+
+    def _prune_import_with(self, ready: _Ready, asker: Optional[_ImportScorer]) -> PruneResult:
+        limits = self._call_limits(ready.text_bytes)
         answer: _engine.Responder = _never_asked if asker is None else asker
         provisional = min(max(self._provisional_number(), 1), 0xFFFF_FFFF)
         try:
