@@ -2,6 +2,7 @@
 // version-checked, running in its worker), conversations, and the guest's
 // settings and inspection calls.
 
+import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 import { Conversation, GUEST, checkDialect, checkLang, checkResultStore, defaultLog, wellFormed } from './conversation.js';
@@ -34,7 +35,7 @@ const CONFIG_READ_MAX = (1 << 20) + 1;
  * The config file at `path` as text, read as the Rust host reads it:
  * undefined when there is none; a ConfigError (one line naming the path)
  * when it is not a regular file — opened without blocking, so a FIFO
- * cannot hang — or cannot be read. At most
+ * cannot hang — cannot be read, or is not UTF-8. At most
  * `CONFIG_READ_MAX` bytes are read: past the guest's bound the text is
  * only there to be refused for its size (a character cut at the end
  * becomes U+FFFD, which keeps it over).
@@ -63,6 +64,10 @@ function readConfigFile(path) {
     throw new ConfigError(`cannot read ${path}: ${error.message}`);
   } finally {
     closeSync(fd);
+  }
+  if (bytes.length < CONFIG_READ_MAX && !isUtf8(bytes)) {
+    // The Rust host's words (`read_to_string`'s error).
+    throw new ConfigError(`cannot read ${path}: stream did not contain valid UTF-8`);
   }
   return bytes.toString('utf8');
 }
@@ -267,7 +272,7 @@ export class Pruner {
    * The configuration the guest resolves (defaults < config file <
    * environment, `settings.resolve`) from `env`: only the variables the
    * guest names (`settings.variables`) are passed in, and the file at
-   * `settings.config-path` (a regular file, read no further than
+   * `settings.config-path` (a regular file, UTF-8, read no further than
    * one byte past the guest's 1 MiB bound). A `ConfigError` says what is
    * wrong (never the file's content). The token is not read here: see
    * `JevScorer.fromConfig`.

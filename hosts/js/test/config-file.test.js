@@ -1,8 +1,9 @@
 // The config file (`settings.config-path`'s answer, e.g. TOOLPRUNE_CONFIG)
 // as every host reads it: opened without blocking, refused unless it is a
 // regular file, read no further than 1 MiB + 1 byte (the guest refuses a
-// larger one with its own line: guest/src/limits.rs CONFIG_MAX_BYTES). A
-// refusal is a ConfigError: pruning is off, the agent goes on.
+// larger one with its own line: guest/src/limits.rs CONFIG_MAX_BYTES), and
+// refused unless it is UTF-8, in the Rust host's words. A refusal is a
+// ConfigError: pruning is off, the agent goes on.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -72,6 +73,16 @@ test('a config file over 1 MiB is read no further than 1 MiB + 1 byte: the guest
   const cut = join(dir, 'cut.toml');
   writeFileSync(cut, `#${'é'.repeat(MIB)}\n`);
   assert.throws(() => config(cut), { name: 'ConfigError', message: /^configuration .*cut\.toml: \d+ bytes, over the 1048576 bytes a configuration file may have$/ });
+});
+
+test('a config file with a byte that is not UTF-8 is refused as the Rust host refuses it (pruning off)', () => {
+  const latin1 = join(dir, 'latin1.toml');
+  writeFileSync(latin1, Buffer.from('threshold = 0.3\n# caf\xe9\n', 'latin1'));
+  assert.throws(() => config(latin1), { name: 'ConfigError', message: `cannot read ${latin1}: stream did not contain valid UTF-8` });
+  // The same text in UTF-8 is read.
+  const utf8 = join(dir, 'utf8.toml');
+  writeFileSync(utf8, 'threshold = 0.3\n# café\n');
+  assert.equal(config(utf8).threshold, 0.3);
 });
 
 test('a config file that does not exist: none when found by HOME, the guest\'s refusal when named', () => {
