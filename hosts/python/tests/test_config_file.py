@@ -2,8 +2,8 @@
 ``TOOLPRUNE_CONFIG``) as every host reads it: opened without blocking,
 refused unless it is a regular file, read no further than 1 MiB + 1 byte
 (the guest refuses a larger one with its own line: guest/src/limits.rs
-``CONFIG_MAX_BYTES``). A refusal is a :class:`ConfigError`: pruning is
-off, the agent goes on."""
+``CONFIG_MAX_BYTES``), and refused unless it is UTF-8, in the Rust host's
+words. A refusal is a :class:`ConfigError`: pruning is off, the agent goes on."""
 
 from __future__ import annotations
 
@@ -79,6 +79,17 @@ def test_a_config_file_over_1_mib_is_read_no_further_than_1_mib_and_1_byte(prune
     cut.write_bytes(("#" + "é" * MIB + "\n").encode())
     with pytest.raises(ConfigError, match=r"^configuration .*cut\.toml: \d+ bytes, over the 1048576 bytes a configuration file may have$"):
         config(pruner, cut)
+
+
+def test_a_config_file_with_a_byte_that_is_not_utf8_is_refused_in_the_rust_hosts_words(pruner: Pruner, tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes(b"threshold = 0.3\n# caf\xe9\n")
+    with pytest.raises(ConfigError) as info:
+        config(pruner, latin1)
+    assert str(info.value) == f"cannot read {latin1}: stream did not contain valid UTF-8"
+    utf8 = tmp_path / "utf8.toml"
+    utf8.write_bytes("threshold = 0.3\n# café\n".encode())
+    assert config(pruner, utf8).threshold == 0.3  # type: ignore[attr-defined]
 
 
 def test_a_config_file_that_does_not_exist(pruner: Pruner, tmp_path: Path) -> None:

@@ -232,7 +232,7 @@ def read_config_file(path: str) -> Optional[str]:
     """The config file at ``path`` as text, read as the Rust host reads it:
     None when there is none; :class:`ConfigError` (one line naming the path)
     when it is not a regular file — opened without blocking, so a FIFO
-    cannot hang — or cannot be read. At most :data:`CONFIG_READ_MAX` bytes
+    cannot hang — cannot be read, or is not UTF-8. At most :data:`CONFIG_READ_MAX` bytes
     are read: past the guest's bound the text is only there to be refused
     for its size (a character cut at the end becomes U+FFFD, which keeps it
     over)."""
@@ -241,7 +241,7 @@ def read_config_file(path: str) -> Optional[str]:
     except FileNotFoundError:
         return None
     except OSError as err:
-        raise ConfigError(f"cannot read the config file {path}: {err.strerror or err}") from err
+        raise ConfigError(f"cannot read {path}: {_os_error(err)}") from err
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ConfigError(f"cannot read {path}: not a regular file")
@@ -254,7 +254,7 @@ def read_config_file(path: str) -> Optional[str]:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as err:
-        raise ConfigError(f"cannot read the config file {path}: {err.strerror or err}") from err
+        raise ConfigError(f"cannot read {path}: {_os_error(err)}") from err
     finally:
         os.close(fd)
     data = b"".join(chunks)
@@ -263,7 +263,13 @@ def read_config_file(path: str) -> Optional[str]:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ConfigError(f"the config file {path} is not valid UTF-8") from err
+        # The Rust host's words (`read_to_string`'s error), as every host says it.
+        raise ConfigError(f"cannot read {path}: stream did not contain valid UTF-8") from err
+
+
+def _os_error(err: OSError) -> str:
+    """An OS error as the Rust host prints one (``Permission denied (os error 13)``)."""
+    return f"{err.strerror} (os error {err.errno})" if err.errno and err.strerror else str(err)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
