@@ -104,7 +104,6 @@ function illFormed(input, scorerName) {
     ['the agent', input.agent],
     ['the scorer name', scorerName],
     ['the Jev model', input.jevModel],
-    ['the arguments', input.arguments],
   ]) {
     if (typeof s === 'string' && !s.isWellFormed()) {
       return { reason: 'invalid_input', limit: null, message: `${what} holds ${loneSurrogates(s)} lone surrogate(s); it was not pruned` };
@@ -124,8 +123,72 @@ function wellFormedInput(input) {
     jevModel: fix(input.jevModel),
     agent: fix(input.agent),
     tool: fix(input.tool),
-    arguments: fix(input.arguments),
   };
+}
+
+/** How deep `arguments` may nest (objects and arrays), in every host: deeper gives no arguments. */
+export const ARGUMENTS_MAX_DEPTH = 512;
+
+/** Thrown inside `jsonText` for a value that is not JSON. */
+const NOT_JSON = Symbol('toolprune.notJson');
+
+/** `value` (a JSON value: see `argumentsText`) as compact JSON text; throws NOT_JSON for anything else. */
+function jsonText(value, depth) {
+  switch (typeof value) {
+    case 'string':
+      if (!value.isWellFormed()) throw NOT_JSON;
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw NOT_JSON;
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object':
+      break;
+    default:
+      throw NOT_JSON;
+  }
+  if (value === null) return 'null';
+  if (depth > ARGUMENTS_MAX_DEPTH) throw NOT_JSON;
+  if (Array.isArray(value)) {
+    const items = [];
+    for (let i = 0; i < value.length; i += 1) items.push(jsonText(value[i], depth + 1));
+    return `[${items.join(',')}]`;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) throw NOT_JSON;
+  const members = [];
+  for (const key of Object.keys(value)) {
+    const member = value[key];
+    if (member === undefined) continue; // left out, as JSON.stringify does
+    if (!key.isWellFormed()) throw NOT_JSON;
+    members.push(`${JSON.stringify(key)}:${jsonText(member, depth + 1)}`);
+  }
+  return `{${members.join(',')}}`;
+}
+
+/**
+ * A tool call's arguments as the text the repeat gate keys on (SPEC §2;
+ * the guest canonicalizes JSON), or undefined: no arguments, no repeat
+ * detected. The same rule in every host: a string is the JSON text the
+ * door received, taken as it is; a plain object (or one without a
+ * prototype) or an array is encoded when every value in it is a JSON value
+ * — a string, a finite number, a boolean, null, a plain object or an array,
+ * at most ARGUMENTS_MAX_DEPTH levels deep (an undefined member is left
+ * out). Anything else — a Map, a Set, a Date, another class, a scalar,
+ * NaN, ±Infinity, a BigInt, a function, a cycle, or a lone surrogate
+ * anywhere (a WIT string cannot carry it) — gives no arguments: never a
+ * TypeError, never a failed result (the arguments are only hashed).
+ */
+export function argumentsText(args) {
+  if (typeof args === 'string') return args.isWellFormed() ? args : undefined;
+  if (args === null || typeof args !== 'object') return undefined;
+  try {
+    return jsonText(args, 1);
+  } catch {
+    // NOT_JSON, or whatever a getter or a proxy threw: no arguments.
+    return undefined;
+  }
 }
 
 function toolResult(result) {
@@ -133,12 +196,7 @@ function toolResult(result) {
   const { tool = 'tool', ok = true, prunable = false, report = false, scorer, text } = result;
   if (typeof text !== 'string') throw new TypeError('toolprune: the tool result text must be a string');
   if (typeof tool !== 'string') throw new TypeError('toolprune: tool must be a string');
-  let args = result.arguments;
-  if (args !== undefined && args !== null && typeof args !== 'string') {
-    if (typeof args !== 'object') throw new TypeError('toolprune: arguments must be the JSON text of the tool call\'s arguments, or an object');
-    args = JSON.stringify(args);
-  }
-  return { tool, text, ok: ok === true, prunable: prunable === true, report: report === true, scorer, arguments: args ?? undefined };
+  return { tool, text, ok: ok === true, prunable: prunable === true, report: report === true, scorer, arguments: argumentsText(result.arguments) };
 }
 
 /** Where a result keeps the guest's `pruned` answer as jco gave it (for `report.prune-json`), not enumerable by name. */

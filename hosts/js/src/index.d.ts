@@ -173,13 +173,15 @@ export interface ToolResult {
   /** Scores this one result with another scorer than the conversation's. */
   scorer?: ScorerOption;
   /**
-   * The tool call's arguments, as the JSON text the door received (or an
-   * object, serialized): the repeat gate (SPEC §2) lets the same tool with
-   * the same arguments through unpruned after its result was pruned
-   * (`skipped`, gate `repeated`). Never sent, logged or stored: only a key.
-   * Absent: no repeat is detected.
+   * The tool call's arguments, as the JSON text the door received (or a
+   * plain object or array of JSON values, encoded): the repeat gate
+   * (SPEC §2) lets the same tool with the same arguments through unpruned
+   * after its result was pruned (`skipped`, gate `repeated`). Never sent,
+   * logged or stored: only a key. Absent, or anything else (a Map, a
+   * class instance, NaN, a BigInt, a cycle, a lone surrogate, over 512
+   * levels deep): no repeat is detected, the result is pruned as usual.
    */
-  arguments?: string | Record<string, unknown>;
+  arguments?: string | Record<string, unknown> | readonly unknown[] | null;
 }
 
 /** The answer to one `omitted` tool call. */
