@@ -127,7 +127,7 @@ function wellFormedInput(input) {
 }
 
 /** How deep `arguments` may nest (objects and arrays), in every host: deeper gives no arguments. */
-export const ARGUMENTS_MAX_DEPTH = 512;
+export const ARGUMENTS_MAX_DEPTH = 128;
 
 /** Thrown inside `jsonText` for a value that is not JSON. */
 const NOT_JSON = Symbol('toolprune.notJson');

@@ -178,7 +178,7 @@ export interface ToolResult {
    * (SPEC §2) lets the same tool with the same arguments through unpruned
    * after its result was pruned (`skipped`, gate `repeated`). Never sent,
    * logged or stored: only a key. Absent, or anything else (a Map, a
-   * class instance, NaN, a BigInt, a cycle, a lone surrogate, over 512
+   * class instance, NaN, a BigInt, a cycle, a lone surrogate, over 128
    * levels deep): no repeat is detected, the result is pruned as usual.
    */
   arguments?: string | Record<string, unknown> | readonly unknown[] | null;

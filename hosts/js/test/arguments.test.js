@@ -2,7 +2,7 @@
 // same rule in every host (tests/test_arguments.py is the Python twin): a
 // JSON text is taken as it is; a plain object or an array whose values are
 // JSON values (strings, finite numbers, booleans, null, plain objects,
-// arrays; at most 512 levels deep) is encoded as JSON. Anything else — a
+// arrays; at most 128 levels deep) is encoded as JSON. Anything else — a
 // Map, a Set, a Date, a class instance, a scalar, NaN, a BigInt, a cycle,
 // a lone surrogate (a WIT string cannot carry it) — gives no arguments: no
 // repeat is detected and the result is pruned as usual, never failed.
@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { argumentsText } from '../src/conversation.js';
 import { Pruner } from '../src/index.js';
 import { REQUEST, notes, scripted } from './helpers.js';
 
@@ -59,7 +60,7 @@ const TAKEN = [
   ['an object without a prototype', bare, { url: 'a' }],
   ['an array of JSON values', ['a', 1, { b: null, c: true, d: [1.5, -2] }], '["a",1,{"b":null,"c":true,"d":[1.5,-2]}]'],
   ['an undefined member is left out (as JSON.stringify does)', { url: 'a', skip: undefined }, { url: 'a' }],
-  ['512 levels deep', deep(511), deep(511)],
+  ['128 levels deep', deep(128), deep(128)],
 ];
 
 /** [what, value]: not taken: no arguments, no repeat detected. */
@@ -76,11 +77,16 @@ const NOT_TAKEN = [
   ['a number', 42],
   ['a boolean', true],
   ['a cycle', cycle()],
-  ['513 levels deep', deep(513)],
+  ['129 levels deep', deep(129)],
   ['a JSON text with a lone surrogate', '{"q": "\ud800"}'],
   ['a string with a lone surrogate inside', { q: 'caf\udc00' }],
   ['a key with a lone surrogate', { '\ud800': 1 }],
 ];
+
+test('arguments are encoded as the Python host encodes them', () => {
+  assert.equal(argumentsText({ b: [1, 2.5, null, true], a: 'é\n' }), '{"b":[1,2.5,null,true],"a":"é\\n"}');
+  assert.equal(argumentsText(' {"a": 1} '), ' {"a": 1} ', 'a text is taken as it is');
+});
 
 for (const form of ['import', 'jobs']) {
   test(`arguments that are JSON are one call whatever their form: the second is a repeat [${form}]`, async () => {
