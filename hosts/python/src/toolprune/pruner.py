@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import threading
 import time
@@ -72,8 +73,12 @@ ScorerLike = Any
 FORMS = ("import", "jobs")
 """How a conversation's blocking API prunes (:meth:`Pruner.conversation`'s ``form``)."""
 
-Arguments = Union[str, Mapping[str, Any], None]
-"""A tool call's arguments: the JSON text the door received, or a mapping (encoded as JSON)."""
+Arguments = Union[str, Mapping[str, Any], Sequence[Any], None]
+"""A tool call's arguments: the JSON text the door received, or a mapping or
+list of JSON values (encoded as JSON); see :func:`_arguments_text`."""
+
+ARGUMENTS_MAX_DEPTH = 128
+"""How deep ``arguments`` may nest (mappings and lists), in every host: deeper gives no arguments."""
 
 
 def _require_str(what: str, value: object) -> str:
@@ -82,17 +87,61 @@ def _require_str(what: str, value: object) -> str:
     return value
 
 
-def _arguments_text(arguments: Arguments) -> Optional[str]:
-    """A tool call's arguments as the JSON text the guest keys the repeat
-    gate on (it canonicalizes: key order and spacing do not matter). A
-    mapping is encoded; None stays None (no repeat is detected). Raises
-    :class:`TypeError` for anything else, :class:`ValueError` for a mapping
-    that is not JSON."""
-    if arguments is None or isinstance(arguments, str):
-        return arguments
-    if isinstance(arguments, Mapping):
-        return json.dumps(dict(arguments), ensure_ascii=False)
-    raise TypeError(f"arguments must be a JSON text, a mapping or None, not {type(arguments).__name__}")
+class _NotJson(Exception):
+    """A value in ``arguments`` that is not a JSON value."""
+
+
+def _json_text(value: Any, depth: int) -> str:
+    """``value`` (a JSON value: see :func:`_arguments_text`) as compact JSON
+    text, as the Node host writes it; raises :class:`_NotJson` for anything else."""
+    if isinstance(value, str):
+        if utf8_len(value) is None:
+            raise _NotJson
+        return json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson
+        return json.dumps(float(value))
+    if depth > ARGUMENTS_MAX_DEPTH:
+        raise _NotJson
+    if isinstance(value, Mapping):
+        members = []
+        for key, member in value.items():
+            if not isinstance(key, str):
+                raise _NotJson
+            members.append(f"{_json_text(key, depth)}:{_json_text(member, depth + 1)}")
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_json_text(item, depth + 1) for item in value) + "]"
+    raise _NotJson
+
+
+def _arguments_text(arguments: Any) -> Optional[str]:
+    """A tool call's arguments as the text the repeat gate keys on (SPEC §2;
+    the guest canonicalizes JSON: key order and spacing do not matter), or
+    None: no arguments, no repeat detected. The same rule in every host: a
+    ``str`` is the JSON text the door received, taken as it is; a mapping,
+    a ``list`` or a ``tuple`` is encoded when every value in it is a JSON
+    value — ``str``, ``int``, a finite ``float``, ``bool``, ``None``, a
+    mapping with ``str`` keys, a list — at most :data:`ARGUMENTS_MAX_DEPTH`
+    levels deep. Anything else — a set, bytes, another object, a scalar,
+    NaN, ±inf, a cycle, or a surrogate code point anywhere (a WIT string
+    cannot carry it) — gives None: never an exception, never a failed
+    result (the arguments are only hashed)."""
+    if isinstance(arguments, str):
+        return arguments if utf8_len(arguments) is not None else None
+    if not isinstance(arguments, (Mapping, list, tuple)):
+        return None
+    try:
+        return _json_text(arguments, 1)
+    except Exception:  # noqa: BLE001 - _NotJson, or what a mapping's own methods raise
+        return None
 
 
 class Pruner:
@@ -754,7 +803,6 @@ class Conversation:
                 ("the agent", self.agent),
                 ("the scorer name", scorer_name(chosen)),
                 ("the Jev model", model),
-                ("the arguments", args),
             ):
                 if value is not None and utf8_len(value) is None:
                     invalid = HostFailure(
@@ -1126,17 +1174,19 @@ class Turn:
         :meth:`Pruner.is_prunable`). ``report``: fill ``paragraphs``
         (default: the conversation's). ``scorer``: this result's scorer
         (default: the conversation's). ``arguments``: the tool call's
-        arguments (the JSON text the door received, or a mapping) for the
-        repeat gate (SPEC §2): the same tool called again with the same
-        arguments after its result was pruned passes unpruned (outcome
-        ``skipped``, gate ``repeated``, with a log line); None: no repeat is
-        detected. Never sent, logged or stored (only a digest of them).
+        arguments (the JSON text the door received, or a mapping or list
+        of JSON values) for the repeat gate (SPEC §2): the same tool called
+        again with the same arguments after its result was pruned passes
+        unpruned (outcome ``skipped``, gate ``repeated``, with a log line);
+        None, or anything that is not JSON (see ``_arguments_text``): no
+        repeat is detected. Never sent, logged or stored (only a digest of
+        them).
 
         By the conversation's ``form``: ``import`` (one ``pruner.prune``
         call; the scorer runs on this thread inside the guest's
         ``scorer.score`` import) or ``jobs``. Safe from several threads at
         once. Raises :class:`TypeError` when ``text`` or ``tool`` is not a
-        ``str``, or ``arguments`` is not a text, a mapping or None.
+        ``str``.
         """
         conv = self.conversation
         ready = conv._prepare(self.request, tool, text, ok, prunable, report, scorer, arguments)
@@ -1174,7 +1224,6 @@ class Turn:
         conv = self.conversation
         _require_str("text", text)
         _require_str("tool", tool)
-        _arguments_text(arguments)
 
         def begin() -> Union[_Job, PruneResult]:
             ready = conv._prepare(self.request, tool, text, ok, prunable, report, scorer, arguments)
