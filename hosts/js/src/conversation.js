@@ -43,8 +43,38 @@ export function checkDialect(dialect) {
   return dialect;
 }
 
+const NOOP = () => {};
+let stderrGuarded = false;
+
+/**
+ * The default log sink: each line to stderr. A stderr that is gone (a
+ * closed pipe: EPIPE, reported by Node asynchronously as an `error` event
+ * that would crash the process) drops the line: a log never stops the
+ * agent. The guard is set once, when this sink is first used.
+ */
 export function defaultLog(line) {
-  process.stderr.write(`${line}\n`);
+  const stderr = process.stderr;
+  if (!stderrGuarded) {
+    stderrGuarded = true;
+    stderr.on('error', NOOP);
+  }
+  if (stderr.destroyed || !stderr.writable) return;
+  stderr.write(`${line}\n`);
+}
+
+/**
+ * A log sink whose failures never reach the caller: `log(line)` with
+ * anything it throws dropped (fail-open, SPEC §11: the result is
+ * returned as computed; only its line is lost).
+ */
+export function safeLog(log) {
+  return (line) => {
+    try {
+      log(line);
+    } catch {
+      // dropped: a log sink's failure never reaches a result
+    }
+  };
 }
 
 /** How many lone surrogates `s` holds (for messages: a count, never text). */
@@ -74,7 +104,6 @@ function illFormed(input, scorerName) {
     ['the agent', input.agent],
     ['the scorer name', scorerName],
     ['the Jev model', input.jevModel],
-    ['the arguments', input.arguments],
   ]) {
     if (typeof s === 'string' && !s.isWellFormed()) {
       return { reason: 'invalid_input', limit: null, message: `${what} holds ${loneSurrogates(s)} lone surrogate(s); it was not pruned` };
@@ -94,8 +123,72 @@ function wellFormedInput(input) {
     jevModel: fix(input.jevModel),
     agent: fix(input.agent),
     tool: fix(input.tool),
-    arguments: fix(input.arguments),
   };
+}
+
+/** How deep `arguments` may nest (objects and arrays), in every host: deeper gives no arguments. */
+export const ARGUMENTS_MAX_DEPTH = 128;
+
+/** Thrown inside `jsonText` for a value that is not JSON. */
+const NOT_JSON = Symbol('toolprune.notJson');
+
+/** `value` (a JSON value: see `argumentsText`) as compact JSON text; throws NOT_JSON for anything else. */
+function jsonText(value, depth) {
+  switch (typeof value) {
+    case 'string':
+      if (!value.isWellFormed()) throw NOT_JSON;
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw NOT_JSON;
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object':
+      break;
+    default:
+      throw NOT_JSON;
+  }
+  if (value === null) return 'null';
+  if (depth > ARGUMENTS_MAX_DEPTH) throw NOT_JSON;
+  if (Array.isArray(value)) {
+    const items = [];
+    for (let i = 0; i < value.length; i += 1) items.push(jsonText(value[i], depth + 1));
+    return `[${items.join(',')}]`;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) throw NOT_JSON;
+  const members = [];
+  for (const key of Object.keys(value)) {
+    const member = value[key];
+    if (member === undefined) continue; // left out, as JSON.stringify does
+    if (!key.isWellFormed()) throw NOT_JSON;
+    members.push(`${JSON.stringify(key)}:${jsonText(member, depth + 1)}`);
+  }
+  return `{${members.join(',')}}`;
+}
+
+/**
+ * A tool call's arguments as the text the repeat gate keys on (SPEC §2;
+ * the guest canonicalizes JSON), or undefined: no arguments, no repeat
+ * detected. The same rule in every host: a string is the JSON text the
+ * door received, taken as it is; a plain object (or one without a
+ * prototype) or an array is encoded when every value in it is a JSON value
+ * — a string, a finite number, a boolean, null, a plain object or an array,
+ * at most ARGUMENTS_MAX_DEPTH levels deep (an undefined member is left
+ * out). Anything else — a Map, a Set, a Date, another class, a scalar,
+ * NaN, ±Infinity, a BigInt, a function, a cycle, or a lone surrogate
+ * anywhere (a WIT string cannot carry it) — gives no arguments: never a
+ * TypeError, never a failed result (the arguments are only hashed).
+ */
+export function argumentsText(args) {
+  if (typeof args === 'string') return args.isWellFormed() ? args : undefined;
+  if (args === null || typeof args !== 'object') return undefined;
+  try {
+    return jsonText(args, 1);
+  } catch {
+    // NOT_JSON, or whatever a getter or a proxy threw: no arguments.
+    return undefined;
+  }
 }
 
 function toolResult(result) {
@@ -103,12 +196,7 @@ function toolResult(result) {
   const { tool = 'tool', ok = true, prunable = false, report = false, scorer, text } = result;
   if (typeof text !== 'string') throw new TypeError('toolprune: the tool result text must be a string');
   if (typeof tool !== 'string') throw new TypeError('toolprune: tool must be a string');
-  let args = result.arguments;
-  if (args !== undefined && args !== null && typeof args !== 'string') {
-    if (typeof args !== 'object') throw new TypeError('toolprune: arguments must be the JSON text of the tool call\'s arguments, or an object');
-    args = JSON.stringify(args);
-  }
-  return { tool, text, ok: ok === true, prunable: prunable === true, report: report === true, scorer, arguments: args ?? undefined };
+  return { tool, text, ok: ok === true, prunable: prunable === true, report: report === true, scorer, arguments: argumentsText(result.arguments) };
 }
 
 /** Where a result keeps the guest's `pruned` answer as jco gave it (for `report.prune-json`), not enumerable by name. */
@@ -236,6 +324,15 @@ export class Conversation {
     this.#results = results;
   }
 
+  /** Writes a line to the conversation's log sink; what the sink throws is dropped. */
+  #log(line) {
+    try {
+      this.#options.log(line);
+    } catch {
+      // dropped: a log sink's failure never reaches a result (fail-open)
+    }
+  }
+
   /** The options in effect (threshold as the guest checked it, store limits). */
   get options() {
     return this.#options;
@@ -289,7 +386,7 @@ export class Conversation {
     // Lone surrogates: not JSON text (and jco would send U+FFFD). An empty
     // text gets the guest's own `invalid` answer.
     if (typeof text !== 'string' || !text.isWellFormed()) text = '';
-    const { lang, agent, log } = this.#options;
+    const { lang, agent } = this.#options;
     const engine = this.#engine;
     let failure = null;
     let answer;
@@ -319,7 +416,7 @@ export class Conversation {
         failure,
       };
     }
-    log(answer.logLine);
+    this.#log(answer.logLine);
     return answer;
   }
 
@@ -509,7 +606,7 @@ export class Conversation {
   /** A guest answer's result: its line written, `scorerCalls` noted. */
   #done(out, scorerCalls) {
     out.scorerCalls = scorerCalls;
-    if (out.logLine !== null) this.#options.log(out.logLine);
+    if (out.logLine !== null) this.#log(out.logLine);
     return out;
   }
 
@@ -528,13 +625,13 @@ export class Conversation {
 
   /** The input back, outcome `failed`, and the guest's failure line (from a fresh instance). */
   *#failOpen(r, failure, scorerCalls = 0) {
-    const { agent, log } = this.#options;
+    const { agent } = this.#options;
     const line = yield {
       call: 'failureLine',
       args: { operation: 'prune', agent, tool: r.tool, failure: wit.kebab(failure.reason), limit: wit.kebab(failure.limit) },
     };
     const logLine = line.ok ? line.value : INSTANTIATE_LINE;
-    log(logLine);
+    this.#log(logLine);
     const out = failedOpen(r.text, failure, logLine);
     out.scorerCalls = scorerCalls;
     return out;

@@ -173,13 +173,15 @@ export interface ToolResult {
   /** Scores this one result with another scorer than the conversation's. */
   scorer?: ScorerOption;
   /**
-   * The tool call's arguments, as the JSON text the door received (or an
-   * object, serialized): the repeat gate (SPEC §2) lets the same tool with
-   * the same arguments through unpruned after its result was pruned
-   * (`skipped`, gate `repeated`). Never sent, logged or stored: only a key.
-   * Absent: no repeat is detected.
+   * The tool call's arguments, as the JSON text the door received (or a
+   * plain object or array of JSON values, encoded): the repeat gate
+   * (SPEC §2) lets the same tool with the same arguments through unpruned
+   * after its result was pruned (`skipped`, gate `repeated`). Never sent,
+   * logged or stored: only a key. Absent, or anything else (a Map, a
+   * class instance, NaN, a BigInt, a cycle, a lone surrogate, over 128
+   * levels deep): no repeat is detected, the result is pruned as usual.
    */
-  arguments?: string | Record<string, unknown>;
+  arguments?: string | Record<string, unknown> | readonly unknown[] | null;
 }
 
 /** The answer to one `omitted` tool call. */
@@ -252,7 +254,7 @@ export interface ConversationOptions {
   scorer?: ScorerOption;
   /** The Jev model named in request bodies; default the scorer's. */
   jevModel?: string;
-  /** Where log lines go (one line, no newline). Default: stderr. */
+  /** Where log lines go (one line, no newline). Default: stderr. What it throws is dropped; the result is returned as computed. */
   log?: (line: string) => void;
   /** Store bounds; default the guest's. */
   store?: { maxRecords?: number; maxChars?: number };
@@ -317,7 +319,7 @@ export interface RouteOptions {
   signal?: AbortSignal;
   /** The Jev model named in the body (default: the scorer's `jevModel`). */
   jevModel?: string;
-  /** Where the `judge:` line goes (default: stderr). */
+  /** Where the `judge:` line goes (default: stderr). What it throws is dropped. */
   log?: (line: string) => void;
   /** The rules file's name in `RulesError` messages (default `rules`). */
   rulesFile?: string;

@@ -3,7 +3,7 @@
 // evaluates the rules and writes the `judge:` line; the host carries the
 // call with the same transport as pruning, under the same deadline.
 
-import { INSTANTIATE_LINE, wellFormed } from './conversation.js';
+import { INSTANTIATE_LINE, defaultLog, safeLog, wellFormed } from './conversation.js';
 import { checkScorer, scoreAsync, scoreSync } from './scoring.js';
 import * as wit from './wit.js';
 
@@ -33,7 +33,7 @@ function loadErrors(list) {
 function checked(rules, message, options) {
   if (typeof rules !== 'string') throw new TypeError('toolprune: rules must be a string (the TOML text)');
   if (typeof message !== 'string') throw new TypeError('toolprune: message must be a string');
-  const { answers, scorer, signal, jevModel, log = (line) => process.stderr.write(`${line}\n`), rulesFile = 'rules', deadlineCapMs } = options ?? {};
+  const { answers, scorer, signal, jevModel, log = defaultLog, rulesFile = 'rules', deadlineCapMs } = options ?? {};
   if (answers !== undefined && answers !== null && typeof answers !== 'string') {
     throw new TypeError('toolprune: answers must be a string (the text of a Jev response)');
   }
@@ -41,7 +41,8 @@ function checked(rules, message, options) {
   wellFormed('rules', rules);
   wellFormed('message', message);
   if (typeof answers === 'string') wellFormed('answers', answers);
-  return { answers, scorer, signal, jevModel, log, rulesFile, deadlineCapMs };
+  // What the sink throws is dropped: the decision is returned as made.
+  return { answers, scorer, signal, jevModel, log: safeLog(log), rulesFile, deadlineCapMs };
 }
 
 /** The model named in the judge's body: the option, else the scorer's; checked well-formed. */

@@ -2,7 +2,8 @@
 // version-checked, running in its worker), conversations, and the guest's
 // settings and inspection calls.
 
-import { readFileSync } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 import { Conversation, GUEST, checkDialect, checkLang, checkResultStore, defaultLog, wellFormed } from './conversation.js';
 import { Engine, loadComponent } from './engine.js';
@@ -22,6 +23,54 @@ function guestError(answer) {
 }
 
 const LIMIT_KEYS = ['wallMs', 'memoryBytes', 'work'];
+
+/**
+ * The most of a config file read: one byte more than the guest accepts
+ * (guest/src/limits.rs `CONFIG_MAX_BYTES`, 1 MiB), so that its size check
+ * fires on a larger file with its own line (`settings.resolve`).
+ */
+const CONFIG_READ_MAX = (1 << 20) + 1;
+
+/**
+ * The config file at `path` as text, read as the Rust host reads it:
+ * undefined when there is none; a ConfigError (one line naming the path)
+ * when it is not a regular file — opened without blocking, so a FIFO
+ * cannot hang — cannot be read, or is not UTF-8. At most
+ * `CONFIG_READ_MAX` bytes are read: past the guest's bound the text is
+ * only there to be refused for its size (a character cut at the end
+ * becomes U+FFFD, which keeps it over).
+ */
+function readConfigFile(path) {
+  let fd;
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    if (error?.code === 'ENOENT') return undefined;
+    throw new ConfigError(`cannot read ${path}: ${error.message}`);
+  }
+  let bytes;
+  try {
+    if (!fstatSync(fd).isFile()) throw new ConfigError(`cannot read ${path}: not a regular file`);
+    const buffer = Buffer.allocUnsafe(CONFIG_READ_MAX);
+    let length = 0;
+    while (length < buffer.length) {
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+    }
+    bytes = buffer.subarray(0, length);
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`cannot read ${path}: ${error.message}`);
+  } finally {
+    closeSync(fd);
+  }
+  if (bytes.length < CONFIG_READ_MAX && !isUtf8(bytes)) {
+    // The Rust host's words (`read_to_string`'s error).
+    throw new ConfigError(`cannot read ${path}: stream did not contain valid UTF-8`);
+  }
+  return bytes.toString('utf8');
+}
 
 function checkLimits(limits) {
   if (limits === undefined || limits === null) return {};
@@ -136,7 +185,8 @@ export class Pruner {
    * - `lang` (`'en'` / `'ja'`; default the guest's), `agent` (log label,
    *   default `agent`), `scorer` (default the pruner's), `jevModel` (the
    *   model named in Jev bodies; default the scorer's);
-   * - `log`: `(line) => void` for the log lines (default stderr);
+   * - `log`: `(line) => void` for the log lines (default stderr; what it
+   *   throws is dropped, the result is returned as computed);
    * - `store`: `{ maxRecords, maxChars }` (default the guest's);
    * - `resultStore`: where the counter and the pruned results are kept
    *   instead of process memory, as the Rust host's `ResultStore` (an
@@ -222,8 +272,10 @@ export class Pruner {
    * The configuration the guest resolves (defaults < config file <
    * environment, `settings.resolve`) from `env`: only the variables the
    * guest names (`settings.variables`) are passed in, and the file at
-   * `settings.config-path`. A `ConfigError` says what is wrong (never the
-   * file's content). The token is not read here: see `JevScorer.fromConfig`.
+   * `settings.config-path` (a regular file, UTF-8, read no further than
+   * one byte past the guest's 1 MiB bound). A `ConfigError` says what is
+   * wrong (never the file's content). The token is not read here: see
+   * `JevScorer.fromConfig`.
    */
   config(env = process.env) {
     const engine = this.#engine;
@@ -232,14 +284,7 @@ export class Pruner {
     const pairs = names.value.filter((n) => typeof env[n] === 'string').map((n) => [n, env[n].toWellFormed()]);
     const path = engine.callSync('configPath', { env: pairs });
     if (!path.ok) throw guestError(path);
-    let file;
-    if (path.value !== undefined) {
-      try {
-        file = readFileSync(path.value, 'utf8').toWellFormed();
-      } catch (error) {
-        if (error?.code !== 'ENOENT') throw new ConfigError(`cannot read ${path.value}: ${error.message}`);
-      }
-    }
+    const file = path.value === undefined ? undefined : readConfigFile(path.value);
     const resolved = engine.callSync('resolve', { env: pairs, file });
     if (!resolved.ok) throw guestError(resolved);
     if (resolved.value.tag === 'err') throw new ConfigError(resolved.value.val);

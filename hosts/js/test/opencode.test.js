@@ -241,6 +241,13 @@ describe('the OpenCode plugin', () => {
     assert.deepEqual(hooks, {});
   });
 
+  test('a config file with a byte that is not UTF-8 (in a comment) turns the plugin off, as the Rust CLI and hooks refuse it', async () => {
+    scratch = freshEnv();
+    process.env.TOOLPRUNE_CONFIG = join(scratch, 'config.toml');
+    writeFileSync(process.env.TOOLPRUNE_CONFIG, Buffer.from('threshold = 0.3\n# caf\xe9\n', 'latin1'));
+    assert.deepEqual(await ToolprunePlugin({}, {}), {});
+  });
+
   test('a file reader of a server named fetch is never pruned, whatever glob its names match (SPEC §2)', async () => {
     scratch = freshEnv();
     process.env.TOOLPRUNE_CONFIG = join(scratch, 'config.toml');

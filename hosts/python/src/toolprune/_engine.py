@@ -33,6 +33,16 @@ job form, settings, ``omitted``) sets none, and then a call of the import
 raises :class:`ImportRefused`, which traps the guest (fail-open). The
 guest calls the import on the thread that called the export, so a
 thread-local is exact.
+
+The import always answers or traps as the import's failure, never as
+something else: a ``KeyboardInterrupt`` (any ``BaseException`` that is not
+an ``Exception``) raised by the responder is answered ``cancelled`` (the
+scoring stopped) and raised again once the guest call has returned (it
+must not cross the ctypes callback: wasmtime-py would print "Exception
+ignored" and the guest would read a result that was never written); an
+``Exception`` raised by the responder, or an answer that cannot be lowered,
+traps with :attr:`Trapped.from_import` set, and :func:`explain` never names
+a limit for it.
 """
 
 from __future__ import annotations
@@ -380,11 +390,26 @@ return, never raise: every scorer failure, the deadline and cancellation
 are answers (``wit/scorer.wit``)."""
 
 
+class _CallState:
+    """What the import did during one guest call (:meth:`Instance.call`)."""
+
+    __slots__ = ("entered", "answered", "interrupt")
+
+    def __init__(self) -> None:
+        self.entered = False
+        """The import was called."""
+        self.answered = False
+        """The responder returned (its answer may still fail to lower)."""
+        self.interrupt: Optional[BaseException] = None
+        """A ``BaseException`` that is not an ``Exception`` (Ctrl-C), raised
+        by the responder: answered ``cancelled``, raised after the call."""
+
+
 class _Scoring(threading.local):
     responder: Optional[Responder] = None
-    """Who answers the import for the guest call running on this thread."""
-    entered: bool = False
-    """The import was called during the current guest call of this thread."""
+    """Who answers the import for the guest calls running on this thread."""
+    call: Optional[_CallState] = None
+    """The innermost guest call running on this thread."""
 
 
 _SCORING = _Scoring()
@@ -403,12 +428,26 @@ def scoring(responder: Optional[Responder]) -> Iterator[None]:
 
 
 def _score_import(_store: Any, request: Any) -> Any:
-    """The host function behind ``toolprune:pruner/scorer#score``."""
-    _SCORING.entered = True
+    """The host function behind ``toolprune:pruner/scorer#score``. Nothing
+    but an ``Exception`` leaves it (see the module docstring)."""
+    state = _SCORING.call
+    if state is None:  # pragma: no cover - the guest runs only inside Instance.call
+        state = _SCORING.call = _CallState()
+    state.entered = True
     responder = _SCORING.responder
     if responder is None:
         raise ImportRefused("scorer.score was called where this host scores through jobs")
-    return responder(request)
+    try:
+        response = responder(request)
+    except Exception:
+        raise
+    except BaseException as err:  # Ctrl-C: the scoring stopped; raised after the call
+        from ._convert import lower_response
+
+        state.interrupt = err
+        response = lower_response("cancelled", 0)
+    state.answered = True
+    return response
 
 
 def _linker(engine: Engine, version: str) -> Linker:
@@ -495,14 +534,21 @@ class Trapped(Exception):
     refused memory growth ends in the guest's ``unreachable``, like a panic).
     ``message``: wasmtime's message, for diagnosis; never document text."""
 
-    def __init__(self, limit: Optional[str], message: str) -> None:
+    def __init__(self, limit: Optional[str], message: str, from_import: bool = False) -> None:
         super().__init__(message)
         self.limit = limit
         self.message = message
+        self.from_import = from_import
+        """The ``scorer`` import failed (its responder raised, or its answer
+        could not be lowered): no limit stopped the guest."""
 
 
-def _classify(err: BaseException) -> Trapped:
+def _classify(err: BaseException, state: Optional[_CallState] = None) -> Trapped:
     message = f"{type(err).__name__}: {err}"
+    if state is not None and state.entered and (not state.answered or not isinstance(err, WasmtimeError)):
+        # Raised by the import (a Python exception, passed through by
+        # wasmtime-py), or the guest trapped while the import had not answered.
+        return Trapped(None, message, from_import=True)
     text = str(err)
     limit = "fuel" if "all fuel consumed" in text else "memory" if "exceeds memory limits" in text else None
     return Trapped(limit, message)
@@ -522,8 +568,10 @@ def explain(compiled: Compiled, trapped: Trapped, limits: CallLimits, replay: Re
     (4× the limit + 64 MiB): if they get further — they answer, or run out
     of fuel instead — memory stopped the first run (``limit=memory``); if
     they trap the same way, it was not memory (``limit`` stays None). Only
-    ever after a trap, which the guest's limits make rare."""
-    if trapped.limit is not None or limits.memory_bytes is None:
+    ever after a trap, which the guest's limits make rare. Never for a trap
+    of the ``scorer`` import (:attr:`Trapped.from_import`): a replay does
+    not ask the scorer again, so it would get further for another reason."""
+    if trapped.limit is not None or trapped.from_import or limits.memory_bytes is None:
         return trapped
     more = limits.memory_bytes * 4 + (64 << 20)
     bigger = CallLimits(fuel=limits.fuel, wall_ms=limits.wall_ms, memory_bytes=more)
@@ -567,20 +615,28 @@ class Instance:
 
         Raises :class:`Trapped` on any wasmtime error, and :class:`TypeError`
         / :class:`ValueError` when an argument cannot be lowered (the instance
-        is then still good: nothing ran)."""
+        is then still good: nothing ran). A ``KeyboardInterrupt`` raised
+        inside the ``scorer`` import is raised here once the guest has
+        returned (it got ``cancelled``)."""
         self.store.set_fuel(limits.fuel)
         if limits.memory_bytes is not None:
             self.store.set_limits(memory_size=limits.memory_bytes)
         func = self.func(name)
-        _SCORING.entered = False
+        state = _CallState()
+        outer, _SCORING.call = _SCORING.call, state
         try:
-            return func(self.store, *args)
+            result = func(self.store, *args)
         except (TypeError, ValueError) as err:
-            if _SCORING.entered:  # raised by or after the import: the guest ran
-                raise _classify(err) from None
+            if state.entered:  # raised by or after the import: the guest ran
+                raise _classify(err, state) from None
             raise  # an argument that cannot be lowered: nothing ran
         except Exception as err:  # noqa: BLE001 - every wasmtime failure is a trap
-            raise _classify(err) from None
+            raise _classify(err, state) from None
+        finally:
+            _SCORING.call = outer
+            if state.interrupt is not None:
+                raise state.interrupt
+        return result
 
     def drop(self, limits: CallLimits, handle: Any) -> None:
         """Frees a resource handle (``prune-job``, ``judge-job``)."""

@@ -21,6 +21,7 @@ from . import _convert
 from . import _engine
 from ._convert import get
 from ._engine import CallLimits, Instance, Trapped
+from ._log import write_line
 from .scorers import OFFLINE, STUB, CancelToken, Scored, run_async, run_sync
 from .settings import surrogates, utf8_len
 from .types import GuestError, HostFailure, snake
@@ -179,7 +180,7 @@ class Judge:
             line = self.pruner.settings.failure_line("judge", "", "", failure.reason, failure.limit)
         except GuestError:
             line = "judge: rule=- failed reason=instantiate"
-        self.log(line)
+        write_line(self.log, line)
         return GuestError(failure)
 
     def _decide(self, value: Any) -> Decision:
@@ -187,7 +188,7 @@ class Judge:
         if errors is not None:
             raise RulesError(self.rules_file, errors)
         decision = lift_decision(value)
-        self.log(decision.log_line)
+        write_line(self.log, decision.log_line)
         return decision
 
     def route(self) -> Decision:
@@ -234,6 +235,7 @@ class Judge:
         scorer failure is an answer: the guest's ``failed`` verdict)."""
         limits = self._limits()
         scorer = self.scorer
+        interrupts: List[BaseException] = []
 
         def answer(request: Any) -> Any:
             try:
@@ -241,14 +243,23 @@ class Judge:
                 return _convert.lower_response(scored.answers, scored.elapsed_ms)
             except Exception:  # noqa: BLE001 - never a trap: the batch failed(network)
                 return _convert.lower_response([None] * len(get(request, "batches")), 0)
+            except BaseException as err:  # Ctrl-C: the scoring stopped; raised after the call
+                interrupts.append(err)
+                return _convert.lower_response("cancelled", 0)
 
         try:
             instance = Instance(self.pruner._compiled, limits.memory_bytes)
             with _engine.scoring(answer):
                 value = instance.call(limits, "decide", self.rules, self.message, self.jev_model)
         except Trapped as err:
+            if interrupts:
+                raise interrupts[0] from None
             raise self._failed(err) from None
-        return self._decide(value)
+        try:
+            return self._decide(value)  # its line written
+        finally:
+            if interrupts:
+                raise interrupts[0]
 
     def _load(self) -> Any:
         limits = self._limits()

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # imported where used (see scorers.py)
 from . import _convert, _engine
 from ._convert import get
 from ._engine import CallLimits, Compiled, Instance, Trapped
+from ._log import LogSink, stderr_log, write_line
 from .scorers import (
     OFFLINE,
     CancelToken,
@@ -66,22 +67,18 @@ from .types import (
     snake,
 )
 
-LogSink = Callable[[str], None]
-"""Receives complete log lines (``tool prune: …``), without a newline."""
-
 ScorerLike = Any
 """``"offline"``, ``"stub"``, ``"jev"`` (:meth:`JevScorer.from_env`), or a scorer object."""
 
 FORMS = ("import", "jobs")
 """How a conversation's blocking API prunes (:meth:`Pruner.conversation`'s ``form``)."""
 
-Arguments = Union[str, Mapping[str, Any], None]
-"""A tool call's arguments: the JSON text the door received, or a mapping (encoded as JSON)."""
+Arguments = Union[str, Mapping[str, Any], Sequence[Any], None]
+"""A tool call's arguments: the JSON text the door received, or a mapping or
+list of JSON values (encoded as JSON); see :func:`_arguments_text`."""
 
-
-def stderr_log(line: str) -> None:
-    """The default log sink: each line to stderr."""
-    print(line, file=sys.stderr, flush=True)
+ARGUMENTS_MAX_DEPTH = 128
+"""How deep ``arguments`` may nest (mappings and lists), in every host: deeper gives no arguments."""
 
 
 def _require_str(what: str, value: object) -> str:
@@ -90,17 +87,61 @@ def _require_str(what: str, value: object) -> str:
     return value
 
 
-def _arguments_text(arguments: Arguments) -> Optional[str]:
-    """A tool call's arguments as the JSON text the guest keys the repeat
-    gate on (it canonicalizes: key order and spacing do not matter). A
-    mapping is encoded; None stays None (no repeat is detected). Raises
-    :class:`TypeError` for anything else, :class:`ValueError` for a mapping
-    that is not JSON."""
-    if arguments is None or isinstance(arguments, str):
-        return arguments
-    if isinstance(arguments, Mapping):
-        return json.dumps(dict(arguments), ensure_ascii=False)
-    raise TypeError(f"arguments must be a JSON text, a mapping or None, not {type(arguments).__name__}")
+class _NotJson(Exception):
+    """A value in ``arguments`` that is not a JSON value."""
+
+
+def _json_text(value: Any, depth: int) -> str:
+    """``value`` (a JSON value: see :func:`_arguments_text`) as compact JSON
+    text, as the Node host writes it; raises :class:`_NotJson` for anything else."""
+    if isinstance(value, str):
+        if utf8_len(value) is None:
+            raise _NotJson
+        return json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson
+        return json.dumps(float(value))
+    if depth > ARGUMENTS_MAX_DEPTH:
+        raise _NotJson
+    if isinstance(value, Mapping):
+        members = []
+        for key, member in value.items():
+            if not isinstance(key, str):
+                raise _NotJson
+            members.append(f"{_json_text(key, depth)}:{_json_text(member, depth + 1)}")
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_json_text(item, depth + 1) for item in value) + "]"
+    raise _NotJson
+
+
+def _arguments_text(arguments: Any) -> Optional[str]:
+    """A tool call's arguments as the text the repeat gate keys on (SPEC §2;
+    the guest canonicalizes JSON: key order and spacing do not matter), or
+    None: no arguments, no repeat detected. The same rule in every host: a
+    ``str`` is the JSON text the door received, taken as it is; a mapping,
+    a ``list`` or a ``tuple`` is encoded when every value in it is a JSON
+    value — ``str``, ``int``, a finite ``float``, ``bool``, ``None``, a
+    mapping with ``str`` keys, a list — at most :data:`ARGUMENTS_MAX_DEPTH`
+    levels deep. Anything else — a set, bytes, another object, a scalar,
+    NaN, ±inf, a cycle, or a surrogate code point anywhere (a WIT string
+    cannot carry it) — gives None: never an exception, never a failed
+    result (the arguments are only hashed)."""
+    if isinstance(arguments, str):
+        return arguments if utf8_len(arguments) is not None else None
+    if not isinstance(arguments, (Mapping, list, tuple)):
+        return None
+    try:
+        return _json_text(arguments, 1)
+    except Exception:  # noqa: BLE001 - _NotJson, or what a mapping's own methods raise
+        return None
 
 
 class Pruner:
@@ -136,7 +177,7 @@ class Pruner:
         ``wasm``: the ``toolprune.wasm`` path (default ``$TOOLPRUNE_WASM``,
         else the copy installed with the package). ``limits``: overrides of
         the guest's per-call limits (tests). ``log``: where log lines go
-        (stderr). ``cache_dir``: the compile cache's folder (default
+        (stderr; what the sink raises is dropped). ``cache_dir``: the compile cache's folder (default
         :func:`~toolprune._engine.default_cache_dir`); ``False`` compiles in
         memory only.
 
@@ -500,9 +541,12 @@ class _ImportScorer:
     (:func:`~toolprune.scorers.run_sync`; its retries ask
     ``settings.retry-delay`` on the settings' own instance, never the one
     inside ``prune``). Every scorer failure, the deadline and cancellation
-    become answers, never a trap. The response is kept: a result whose id
-    moved while it was scored is finished again from it, and the scorer is
-    never asked twice."""
+    become answers, never a trap. A ``KeyboardInterrupt`` (any
+    ``BaseException`` that is not an ``Exception``) while it scores is
+    answered ``cancelled`` and kept in :attr:`interrupt`, for the caller to
+    raise once the guest call has returned. The response is kept: a result
+    whose id moved while it was scored is finished again from it, and the
+    scorer is never asked twice."""
 
     def __init__(self, scorer: Any, cancel: CancelToken, deadline: Callable[[ScoringRequest], int]) -> None:
         self.scorer = scorer
@@ -512,17 +556,23 @@ class _ImportScorer:
         """Import calls answered by asking the scorer (0 or 1)."""
         self.response: Any = None
         """The ``scoring-response`` record given to the guest, once it was asked."""
+        self.interrupt: Optional[BaseException] = None
+        """A Ctrl-C (``KeyboardInterrupt``) that stopped the scoring, to raise after the call."""
 
     def __call__(self, request: Any) -> Any:
         if self.response is not None:  # the guest asks once; never the scorer twice
             return self.response
         self.calls += 1
+        start = time.monotonic()
         try:
             lifted = _convert.lift_request(request)
             scored = run_sync(self.scorer, lifted, self.cancel, self.deadline(lifted))
             self.response = _convert.lower_response(scored.answers, scored.elapsed_ms)
         except Exception:  # noqa: BLE001 - never a trap: every batch failed(network)
             self.response = _convert.lower_response([None] * len(get(request, "batches")), 0)
+        except BaseException as err:  # Ctrl-C: the scoring stopped (the guest's `cancelled`)
+            self.interrupt = err
+            self.response = _convert.lower_response("cancelled", elapsed_ms(start))
         return self.response
 
     def replay(self, _request: Any) -> Any:
@@ -659,7 +709,7 @@ class Conversation:
             line = self._settings.failure_line("prune", self.agent, tool, failure.reason, failure.limit)
         except GuestError:
             line = "tool prune: outcome=failed reason=instantiate"
-        self.log(line)
+        write_line(self.log, line)
         return PruneResult(
             body=text,
             raw=text,
@@ -753,7 +803,6 @@ class Conversation:
                 ("the agent", self.agent),
                 ("the scorer name", scorer_name(chosen)),
                 ("the Jev model", model),
-                ("the arguments", args),
             ):
                 if value is not None and utf8_len(value) is None:
                     invalid = HostFailure(
@@ -818,9 +867,17 @@ class Conversation:
 
     def _prune_import(self, ready: _Ready, cancel: CancelToken) -> PruneResult:
         """One ``pruner.prune`` call on an instance of its own, the scorer
-        answering the import on this thread, then the commit (:meth:`_commit`)."""
-        limits = self._call_limits(ready.text_bytes)
+        answering the import on this thread, then the commit (:meth:`_commit`).
+        A Ctrl-C while the scorer ran is raised once the ``cancelled`` result
+        is committed (its line written)."""
         asker = None if internal(ready.scorer) else _ImportScorer(ready.scorer, cancel, self._deadline)
+        result = self._prune_import_with(ready, asker)
+        if asker is not None and asker.interrupt is not None:
+            raise asker.interrupt
+        return result
+
+    def _prune_import_with(self, ready: _Ready, asker: Optional[_ImportScorer]) -> PruneResult:
+        limits = self._call_limits(ready.text_bytes)
         answer: _engine.Responder = _never_asked if asker is None else asker
         provisional = min(max(self._provisional_number(), 1), 0xFFFF_FFFF)
         try:
@@ -876,7 +933,7 @@ class Conversation:
                     self._count = number
             line = get(pruned, "log-line")
             if line is not None:
-                self.log(line)
+                write_line(self.log, line)
         return pruned
 
     # --- the jobs form -------------------------------------------------------------------
@@ -956,7 +1013,7 @@ class Conversation:
                 self._count = number
             line = get(pruned, "log-line")
             if line is not None:
-                self.log(line)
+                write_line(self.log, line)
         return pruned
 
     def _finish(self, job: _Job, scored: Optional[Scored]) -> PruneResult:
@@ -1053,7 +1110,7 @@ class Conversation:
         if failure is not None:
             return self._omitted_failure(failure)
         result = OmittedAnswer(outcome=snake(get(answer, "outcome")), text=get(answer, "text"), log_line=get(answer, "log-line"))
-        self.log(result.log_line)
+        write_line(self.log, result.log_line)
         return result
 
     def _omitted_failure(self, failure: HostFailure) -> OmittedAnswer:
@@ -1065,7 +1122,7 @@ class Conversation:
             text = self.pruner._stateless(0, "unavailable", self.lang)
         except GuestError:
             text = ""
-        self.log(line)
+        write_line(self.log, line)
         return OmittedAnswer(outcome="failed", text=text, log_line=line, failure=failure)
 
     def omitted_tool(self, dialect: str = "plain", lang: Optional[str] = None) -> Dict[str, Any]:
@@ -1117,17 +1174,19 @@ class Turn:
         :meth:`Pruner.is_prunable`). ``report``: fill ``paragraphs``
         (default: the conversation's). ``scorer``: this result's scorer
         (default: the conversation's). ``arguments``: the tool call's
-        arguments (the JSON text the door received, or a mapping) for the
-        repeat gate (SPEC §2): the same tool called again with the same
-        arguments after its result was pruned passes unpruned (outcome
-        ``skipped``, gate ``repeated``, with a log line); None: no repeat is
-        detected. Never sent, logged or stored (only a digest of them).
+        arguments (the JSON text the door received, or a mapping or list
+        of JSON values) for the repeat gate (SPEC §2): the same tool called
+        again with the same arguments after its result was pruned passes
+        unpruned (outcome ``skipped``, gate ``repeated``, with a log line);
+        None, or anything that is not JSON (see ``_arguments_text``): no
+        repeat is detected. Never sent, logged or stored (only a digest of
+        them).
 
         By the conversation's ``form``: ``import`` (one ``pruner.prune``
         call; the scorer runs on this thread inside the guest's
         ``scorer.score`` import) or ``jobs``. Safe from several threads at
         once. Raises :class:`TypeError` when ``text`` or ``tool`` is not a
-        ``str``, or ``arguments`` is not a text, a mapping or None.
+        ``str``.
         """
         conv = self.conversation
         ready = conv._prepare(self.request, tool, text, ok, prunable, report, scorer, arguments)
@@ -1165,7 +1224,6 @@ class Turn:
         conv = self.conversation
         _require_str("text", text)
         _require_str("tool", tool)
-        _arguments_text(arguments)
 
         def begin() -> Union[_Job, PruneResult]:
             ready = conv._prepare(self.request, tool, text, ok, prunable, report, scorer, arguments)

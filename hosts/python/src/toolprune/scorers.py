@@ -273,6 +273,9 @@ def run_sync(scorer: Any, request: ScoringRequest, cancel: CancelToken, deadline
     fut.add_done_callback(lambda _f: wake.set())
     try:
         wake.wait(max(deadline_ms / 1000.0 - (time.monotonic() - start), 0.0))
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) while waiting: the scorer stops too
+        stop.cancel()
+        raise
     finally:
         unlink()
     elapsed = elapsed_ms(start)

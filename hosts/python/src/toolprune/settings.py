@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import threading
 from collections import OrderedDict
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
@@ -18,6 +19,13 @@ from ._engine import BOOT_FUEL, CallLimits, Compiled, Instance, Trapped
 from .types import Config, GuestError, HostFailure, kebab
 
 Env = Sequence[Tuple[str, str]]
+
+CONFIG_READ_MAX = (1 << 20) + 1
+"""The most of a config file read: one byte more than the guest accepts
+(guest/src/limits.rs ``CONFIG_MAX_BYTES``, 1 MiB), so that its size check
+fires on a larger file with its own line (``settings.resolve``)."""
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 class ConfigError(ValueError):
@@ -167,21 +175,7 @@ class Settings:
         file that cannot be read)."""
         env = self.env(environ)
         path = self.config_path(env)
-        text: Optional[str] = None
-        if path is not None:
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except FileNotFoundError:
-                data = None
-            except OSError as err:
-                raise ConfigError(f"cannot read the config file {path}: {err.strerror or err}") from err
-            if data is not None:
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise ConfigError(f"the config file {path} is not valid UTF-8") from err
-        return self.resolve(env, text)
+        return self.resolve(env, None if path is None else read_config_file(path))
 
     def is_prunable(self, tool: Union[str, Sequence[str]], globs: Sequence[str]) -> bool:
         """Whether a tool's results may be pruned (SPEC §2, §15;
@@ -232,6 +226,50 @@ class Settings:
         return self._call(  # type: ignore[no-any-return]
             size, "failure-line", kebab(operation), agent, tool, kebab(failure), None if limit is None else kebab(limit)
         )
+
+
+def read_config_file(path: str) -> Optional[str]:
+    """The config file at ``path`` as text, read as the Rust host reads it:
+    None when there is none; :class:`ConfigError` (one line naming the path)
+    when it is not a regular file — opened without blocking, so a FIFO
+    cannot hang — cannot be read, or is not UTF-8. At most :data:`CONFIG_READ_MAX` bytes
+    are read: past the guest's bound the text is only there to be refused
+    for its size (a character cut at the end becomes U+FFFD, which keeps it
+    over)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {_os_error(err)}") from err
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"cannot read {path}: not a regular file")
+        chunks: List[bytes] = []
+        size = 0
+        while size < CONFIG_READ_MAX:
+            chunk = os.read(fd, CONFIG_READ_MAX - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {_os_error(err)}") from err
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) >= CONFIG_READ_MAX:
+        return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        # The Rust host's words (`read_to_string`'s error), as every host says it.
+        raise ConfigError(f"cannot read {path}: stream did not contain valid UTF-8") from err
+
+
+def _os_error(err: OSError) -> str:
+    """An OS error as the Rust host prints one (``Permission denied (os error 13)``)."""
+    return f"{err.strerror} (os error {err.errno})" if err.errno and err.strerror else str(err)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
