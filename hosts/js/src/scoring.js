@@ -164,11 +164,11 @@ export function scoreSync(scorer, request, { signals = [], deadlineCapMs, retryD
   const live = signals.filter(Boolean);
   const start = performance.now();
   if (live.some((s) => s.aborted)) return response(stop('cancelled'), start);
-  const budget = budgetOf(request, deadlineCapMs);
+  const deadline = start + budgetOf(request, deadlineCapMs);
   const ended = new AbortController();
   let answers;
   try {
-    const ctx = context(AbortSignal.any([...live, ended.signal]), start + budget, retryDelay ?? (() => null));
+    const ctx = context(AbortSignal.any([...live, ended.signal]), deadline, retryDelay ?? (() => null));
     answers = normalizeAnswers(scorer.scoreSync(request, ctx), request);
   } catch {
     answers = failedAll(request);
@@ -176,6 +176,9 @@ export function scoreSync(scorer, request, { signals = [], deadlineCapMs, retryD
     ended.abort();
   }
   if (live.some((s) => s.aborted)) return response(stop('cancelled'), start);
-  if (performance.now() - start > budget) return response(stop('timeout'), start);
+  // The deadline is reached when the scorer's own `remainingMs()` says 0
+  // (less than 1 ms left): a scorer that stops then gets `timeout`, never
+  // `failed` for having obeyed its context.
+  if (u32(deadline - performance.now()) === 0) return response(stop('timeout'), start);
   return response(answers, start);
 }

@@ -161,6 +161,25 @@ test('a late blocking answer is a timeout, and a cancellation seen after it wins
   assert.deepEqual([r.outcome, r.body === TEXT, r.scorerCalls], ['cancelled', true, 1]);
 });
 
+test('a blocking scorer that stops when its remainingMs() says 0 gets timeout, never failed', () => {
+  // remainingMs() floors: it says 0 up to 1 ms before the deadline. A
+  // scorer that obeys it and gives up there must see the host's timeout.
+  const conversation = pruner.conversation({ enabled: true, deadlineCapMs: 50, log: capture() });
+  for (let i = 0; i < 5; i++) {
+    const obeying = {
+      name: 'obeying',
+      scoreSync(_request, context) {
+        while (context.remainingMs() > 0) {
+          // blocking on purpose, until the host's own clock says 0
+        }
+        throw new Error('given up at the deadline');
+      },
+    };
+    const r = conversation.turn(REQUEST).onToolResultSync({ text: TEXT, prunable: true, scorer: obeying });
+    assert.deepEqual([r.outcome, r.body === TEXT, r.scorerCalls], ['timeout', true, 1], `try ${i}`);
+  }
+});
+
 test('an async guest call made from inside a blocking scorer does not stop the clock-paused call', async () => {
   const quick = await Pruner.load({ limits: { wallMs: 200 } });
   const inner = scripted();
