@@ -469,14 +469,20 @@ export class Engine {
       if (this.#waiting) return;
       this.#waiting = true;
       const left = Math.max(1, Math.ceil(this.#limitOf(entry) - performance.now()));
-      // The worker is unref'd: this timer keeps the process alive while a
-      // caller awaits the answer.
-      const keepAlive = setTimeout(NOOP, left + 1);
+      // The worker is unref'd and a pending `Atomics.waitAsync` does not
+      // keep Node's event loop alive: this timer does, while a caller
+      // awaits the answer. It also wakes the service itself: under load
+      // the wait's own timeout can be delivered after the timer, and the
+      // loop would otherwise end with the caller's promise pending.
+      let woken = false;
       const wake = () => {
+        if (woken) return;
+        woken = true;
         clearTimeout(keepAlive);
         this.#waiting = false;
         this.#service();
       };
+      const keepAlive = setTimeout(wake, left + 1);
       const wait = Atomics.waitAsync(signal, 0, seen, left);
       if (wait.async) wait.value.then(wake);
       else queueMicrotask(wake);

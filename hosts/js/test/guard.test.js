@@ -118,6 +118,27 @@ test('a job whose instance was lost while its scorer was awaited is made again: 
   pruner.close();
 });
 
+test('an async call past its wall time settles even when the wait\'s timeout is delivered late (a loaded machine)', async () => {
+  // A pending Atomics.waitAsync keeps no Node event loop alive. Under load
+  // its timeout can arrive after the engine's keep-alive timer: here it is
+  // held back 200 ms on an unref'd timer, so only that timer can go on.
+  const real = Atomics.waitAsync;
+  Atomics.waitAsync = (...args) => {
+    const wait = real(...args);
+    if (!wait.async) return wait;
+    const late = wait.value.then((v) => (v === 'timed-out' ? new Promise((res) => setTimeout(() => res(v), 200).unref()) : v));
+    return { async: true, value: late };
+  };
+  try {
+    const quick = await Pruner.load({ genDir: looping, limits: { wallMs: 300 } });
+    const a = await quick.conversation({ enabled: true, scorer: scripted(), log: capture() }).turn(REQUEST).onToolResult({ text: notes(12), prunable: true });
+    assert.deepEqual([a.outcome, a.failure?.limit], ['failed', 'wall_time']);
+    quick.close();
+  } finally {
+    Atomics.waitAsync = real;
+  }
+});
+
 test('a closed pruner fails open', async () => {
   const pruner = await Pruner.load();
   const conversation = pruner.conversation({ enabled: true, log: capture() });
