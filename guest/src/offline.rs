@@ -293,8 +293,39 @@ fn sentences(basis: &str) -> Vec<&str> {
     out
 }
 
-/// A document for BM25: its own tokens and its context (heading) tokens.
-type Doc = (Vec<String>, Vec<String>);
+/// A text read once against the basis terms: how many tokens it has, how
+/// many of them are CJK bigrams, and the basis terms among them, in order
+/// (indices into the sorted, distinct terms). Everything the scorer needs
+/// of a token after [`tokens`]: each is tokenized and looked up once.
+#[derive(Default)]
+struct Read {
+    len: usize,
+    cjk: usize,
+    hits: Vec<usize>,
+}
+
+impl Read {
+    fn add(&mut self, terms: &[String], t: &str) {
+        self.len += 1;
+        if is_cjk_token(t) {
+            self.cjk += 1;
+        }
+        if let Ok(k) = terms.binary_search_by(|x| x.as_str().cmp(t)) {
+            self.hits.push(k);
+        }
+    }
+
+    fn of<'a>(terms: &[String], tokens: impl IntoIterator<Item = &'a str>) -> Read {
+        let mut r = Read::default();
+        for t in tokens {
+            r.add(terms, t);
+        }
+        r
+    }
+}
+
+/// A document for BM25: its own text and its context (headings), read.
+type Doc = (Read, Read);
 
 /// BM25 contribution of each query term to each document: `[doc][term]`.
 /// `terms` is sorted and distinct; heading tokens count `heading_weight`
@@ -306,22 +337,18 @@ fn bm25_matrix(terms: &[String], docs: &[Doc], p: &Params) -> Vec<Vec<f64>> {
     let mut df = vec![0u32; nt];
     let mut lens = vec![0.0f64; n];
     for (d, (own, ctx)) in docs.iter().enumerate() {
-        for t in own {
-            if let Ok(k) = terms.binary_search(t) {
-                tf[d][k] += 1.0;
-            }
+        for &k in &own.hits {
+            tf[d][k] += 1.0;
         }
-        for t in ctx {
-            if let Ok(k) = terms.binary_search(t) {
-                tf[d][k] += p.heading_weight;
-            }
+        for &k in &ctx.hits {
+            tf[d][k] += p.heading_weight;
         }
         for k in 0..nt {
             if tf[d][k] > 0.0 {
                 df[k] += 1;
             }
         }
-        lens[d] = own.len() as f64 + p.heading_weight * ctx.len() as f64;
+        lens[d] = own.len as f64 + p.heading_weight * ctx.len as f64;
     }
     let nf = n as f64;
     let avg = (lens.iter().sum::<f64>() / nf.max(1.0)).max(1.0);
@@ -399,12 +426,13 @@ fn calibrate(scores: &[f64], exponent: f64) -> Vec<f64> {
 
 /// Heading state carried from paragraph to paragraph: the open fence, the
 /// underline characters seen (their order gives their level), the heading
-/// path as (level, title, number of the paragraph that holds the heading).
+/// path as (level, the title's [`tokens`], number of the paragraph that
+/// holds the heading).
 #[derive(Default)]
 struct Outline {
     fence: Option<(char, usize)>,
     underlines: Vec<char>,
-    path: Vec<(usize, String, usize)>,
+    path: Vec<(usize, Vec<String>, usize)>,
     paragraph: usize,
 }
 
@@ -479,18 +507,17 @@ impl Outline {
         while self.path.last().is_some_and(|(l, _, _)| *l >= level) {
             self.path.pop();
         }
-        self.path.push((level, title.to_string(), self.paragraph));
+        self.path.push((level, tokens(title), self.paragraph));
     }
 
     /// After [`read`](Self::read): the tokens of the headings the paragraph
     /// just read sits under, without its own (they are in its text). A
     /// paragraph that opens a new section does not inherit the previous one.
-    fn context_tokens(&self) -> Vec<String> {
+    fn context_tokens(&self) -> impl Iterator<Item = &str> {
         self.path
             .iter()
             .filter(|(_, _, p)| *p < self.paragraph)
-            .flat_map(|(_, t, _)| tokens(t))
-            .collect()
+            .flat_map(|(_, t, _)| t.iter().map(String::as_str))
     }
 }
 
@@ -505,26 +532,38 @@ fn is_cjk_token(t: &str) -> bool {
 /// script the basis has terms in (CJK bigrams, or words), i.e. how much of
 /// the text the basis could match at all. Both 0 for a basis without terms.
 pub fn evidence_parts(basis: &str, paragraphs: &[&str]) -> (f64, f64) {
-    let terms: BTreeSet<String> = tokens(basis).into_iter().collect();
+    let terms = terms_of(&tokens(basis));
+    let read: Vec<Read> = paragraphs.iter().map(|p| Read::of(&terms, tokens(p).iter().map(String::as_str))).collect();
+    evidence_of(&terms, &read)
+}
+
+/// The basis's terms: its tokens, sorted and distinct.
+fn terms_of(basis_tokens: &[String]) -> Vec<String> {
+    basis_tokens.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect()
+}
+
+/// [`evidence_parts`] of paragraphs already [`Read`] against `terms`.
+fn evidence_of(terms: &[String], paragraphs: &[Read]) -> (f64, f64) {
     if terms.is_empty() {
         return (0.0, 0.0);
     }
     let (basis_cjk, basis_words) = (terms.iter().any(|t| is_cjk_token(t)), terms.iter().any(|t| !is_cjk_token(t)));
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut seen = vec![false; terms.len()];
     let (mut all, mut reachable) = (0usize, 0usize);
     for p in paragraphs {
-        for t in tokens(p) {
-            all += 1;
-            if if is_cjk_token(&t) { basis_cjk } else { basis_words } {
-                reachable += 1;
-            }
-            if let Some(k) = terms.get(t.as_str()) {
-                seen.insert(k.as_str());
-            }
+        all += p.len;
+        if basis_cjk {
+            reachable += p.cjk;
+        }
+        if basis_words {
+            reachable += p.len - p.cjk;
+        }
+        for &k in &p.hits {
+            seen[k] = true;
         }
     }
     let reach = if all == 0 { 0.0 } else { reachable as f64 / all as f64 };
-    (seen.len() as f64 / terms.len() as f64, reach)
+    (seen.iter().filter(|s| **s).count() as f64 / terms.len() as f64, reach)
 }
 
 /// The evidence the offline scorer has for `basis` in this document (SPEC
@@ -543,19 +582,26 @@ pub fn evidence(basis: &str, paragraphs: &[&str]) -> f64 {
 /// with the text knows nothing, and its ranking is noise; every paragraph is
 /// then unscored, and the outcome is `nothing_dropped`).
 pub fn score_or_abstain(basis: &str, paragraphs: &[&str]) -> Option<Vec<f64>> {
-    (evidence(basis, paragraphs) >= MIN_EVIDENCE).then(|| score_with(basis, paragraphs, Params::SHIPPED))
+    // Each paragraph is tokenized once, for the evidence and the scores.
+    let basis_tokens = tokens(basis);
+    let terms = terms_of(&basis_tokens);
+    let read: Vec<Read> = paragraphs.iter().map(|p| Read::of(&terms, tokens(p).iter().map(String::as_str))).collect();
+    let (coverage, reach) = evidence_of(&terms, &read);
+    (coverage * reach >= MIN_EVIDENCE).then(|| score_read(basis, &basis_tokens, &terms, paragraphs, read, Params::SHIPPED))
 }
 
 /// Scores with explicit knobs (see the module documentation for the steps).
 pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
-    let n = paragraphs.len();
     let basis_tokens = tokens(basis);
-    let terms: Vec<String> = basis_tokens
-        .iter()
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let terms = terms_of(&basis_tokens);
+    let read: Vec<Read> = paragraphs.iter().map(|t| Read::of(&terms, tokens(t).iter().map(String::as_str))).collect();
+    score_read(basis, &basis_tokens, &terms, paragraphs, read, p)
+}
+
+/// [`score_with`] of paragraphs already [`Read`] against `terms` (the
+/// basis's, from `basis_tokens`).
+fn score_read(basis: &str, basis_tokens: &[String], terms: &[String], paragraphs: &[&str], read: Vec<Read>, p: Params) -> Vec<f64> {
+    let n = paragraphs.len();
     if n == 0 || terms.is_empty() {
         return vec![0.0; n];
     }
@@ -563,7 +609,7 @@ pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
     // basis, then each sentence with terms of its own.
     let mut weight = vec![if p.query_counts { 0.0 } else { 1.0 }; terms.len()];
     if p.query_counts {
-        for t in &basis_tokens {
+        for t in basis_tokens {
             if let Ok(k) = terms.binary_search(t) {
                 weight[k] += 1.0;
             }
@@ -588,22 +634,22 @@ pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
     let mut section = vec![0usize; n];
     let mut docs: Vec<Doc> = Vec::with_capacity(n);
     let mut sections = 0usize;
-    for (i, t) in paragraphs.iter().enumerate() {
+    for ((i, t), own) in paragraphs.iter().enumerate().zip(read) {
         if outline.read(t) && i > 0 {
             sections += 1;
         }
         let ctx = if p.headings {
-            outline.context_tokens()
+            Read::of(terms, outline.context_tokens())
         } else {
-            Vec::new()
+            Read::default()
         };
         section[i] = sections;
-        docs.push((tokens(t), ctx));
+        docs.push((own, ctx));
     }
     // Step 5: the exponent from the coverage of the basis terms.
     let mut seen = vec![false; terms.len()];
-    for t in docs.iter().flat_map(|d| &d.0) {
-        if let Ok(k) = terms.binary_search(t) {
+    for d in &docs {
+        for &k in &d.0.hits {
             seen[k] = true;
         }
     }
@@ -834,8 +880,9 @@ mod tests {
         assert!(!o.read("```sh\n# not a heading\n```"));
         assert!(o.read("Security implications\n=====================\n"));
         assert!(o.read("Providers\n---------\n"));
-        let path: Vec<&str> = o.path.iter().map(|(_, t, _)| t.as_str()).collect();
-        assert_eq!(path, ["Security implications", "Providers"]);
+        let path: Vec<&[String]> = o.path.iter().map(|(_, t, _)| t.as_slice()).collect();
+        assert_eq!(path, [&toks("Security implications")[..], &toks("Providers")[..]]);
+        assert_eq!(toks("Security implications"), ["security", "implication"]);
     }
 
     fn assert_unit_interval(scores: &[f64], n: usize) {
