@@ -15,8 +15,8 @@ pub fn label(s: &str) -> String {
     s.chars().map(|c| if c.is_whitespace() || c == '=' || c.is_control() { '_' } else { c }).collect()
 }
 
-/// The outcome as written in logs and reports (SPEC §7; `skipped` never
-/// reaches a line).
+/// The outcome as written in logs and reports (SPEC §7; `skipped` reaches
+/// a line only for the repeat gate).
 pub fn outcome_name(o: Outcome) -> &'static str {
     match o {
         Outcome::Ok => "ok",
@@ -46,11 +46,16 @@ pub struct PruneLine<'a> {
     pub agent: &'a str,
     pub tool: &'a str,
     pub outcome: Outcome,
+    /// Why, written right after the outcome: `gate=repeated`,
+    /// `reason=budget`; none for the rest.
+    pub detail: Option<&'a str>,
     pub shape: Option<Shape>,
     pub counts: &'a Counts,
-    pub threshold: f64,
+    /// The threshold used; none (`threshold=-`) for one the guest refused,
+    /// never written as if it had been used.
+    pub threshold: Option<f64>,
     pub ratio: Option<f64>,
-    /// `offline`, or the host scorer's name (a label).
+    /// `offline`, `stub`, or the host scorer's name (a label).
     pub scorer: &'a str,
 }
 
@@ -63,11 +68,14 @@ pub fn prune_line(l: &PruneLine) -> String {
     let ms = c.ms.map(|m| m.to_string()).unwrap_or_else(|| "-".to_string());
     let ratio = l.ratio.map(|r| crate::number::fixed(r, 3)).unwrap_or_else(|| "-".to_string());
     let paragraphs = c.paragraphs.map(|p| p.to_string()).unwrap_or_else(|| "-".to_string());
+    let detail = l.detail.map(|d| format!(" {d}")).unwrap_or_default();
+    let threshold = l.threshold.map(|t| crate::number::fixed(t, 1)).unwrap_or_else(|| "-".to_string());
     format!(
-        "tool prune: agent={} name={} outcome={}{} raw_chars={} kept_chars={} paragraphs={} dropped={} calls={} jev_tokens={} ms={} threshold={} ratio={} scorer={}",
+        "tool prune: agent={} name={} outcome={}{}{} raw_chars={} kept_chars={} paragraphs={} dropped={} calls={} jev_tokens={} ms={} threshold={} ratio={} scorer={}",
         label(l.agent),
         label(l.tool),
         outcome_name(l.outcome),
+        detail,
         shape,
         c.raw_chars,
         c.kept_chars,
@@ -76,7 +84,7 @@ pub fn prune_line(l: &PruneLine) -> String {
         c.calls,
         c.jev_tokens,
         ms,
-        crate::number::fixed(l.threshold, 1),
+        threshold,
         ratio,
         label(l.scorer)
     )
@@ -101,9 +109,10 @@ mod tests {
             agent: "a",
             tool: "t",
             outcome: Outcome::NothingDropped,
+            detail: None,
             shape: Some(Shape::Text),
             counts: &counts,
-            threshold: 0.2,
+            threshold: Some(0.2),
             ratio: None,
             scorer: "offline",
         });
@@ -114,15 +123,34 @@ mod tests {
     }
 
     #[test]
+    fn the_detail_follows_the_outcome_and_a_refused_threshold_is_a_dash() {
+        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: Some(3), dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
+        let line = prune_line(&PruneLine {
+            agent: "a",
+            tool: "t",
+            outcome: Outcome::Skipped,
+            detail: Some("gate=repeated"),
+            shape: Some(Shape::Text),
+            counts: &counts,
+            threshold: None,
+            ratio: None,
+            scorer: "stub",
+        });
+        assert!(line.starts_with("tool prune: agent=a name=t outcome=skipped gate=repeated shape=text raw_chars=5000 "), "{line}");
+        assert!(line.ends_with(" ms=- threshold=- ratio=- scorer=stub"), "{line}");
+    }
+
+    #[test]
     fn a_text_that_was_not_split_counts_no_paragraphs_not_zero() {
         let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: None, dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
         let line = prune_line(&PruneLine {
             agent: "a",
             tool: "t",
             outcome: Outcome::Structured,
+            detail: None,
             shape: None,
             counts: &counts,
-            threshold: 0.2,
+            threshold: Some(0.2),
             ratio: None,
             scorer: "offline",
         });

@@ -167,8 +167,7 @@ impl Job {
                 out.gate = Some(*gate);
                 if *gate == Gate::Repeated {
                     // The one cheap gate that logs (SPEC §2), naming itself: stats count the repeats.
-                    let line = self.log_line(&out);
-                    out.log_line = Some(line.replacen(" outcome=skipped", " outcome=skipped gate=repeated", 1));
+                    out.log_line = Some(self.log_line(&out, Some("gate=repeated")));
                 }
                 return out;
             }
@@ -210,7 +209,9 @@ impl Job {
             }
         };
         if meter.charge(plan.answers_cost(&answers)).is_err() {
-            return self.over_budget(Some(shape), Some(&plan.paragraphs), Scoring::none(), &meter);
+            // The scorer answered (its time is measured) but the answers are not read.
+            let scoring = Scoring { ms, timed: !self.internal(), ..Scoring::none() };
+            return self.over_budget(Some(shape), Some(&plan.paragraphs), scoring, &meter);
         }
         let mut scoring = plan.read(answers, ms);
         scoring.timed = !self.internal();
@@ -226,7 +227,7 @@ impl Job {
                 let mut out = self.unchanged(Outcome::AllDropped, Some(shape), Some(&plan.paragraphs), scoring, false);
                 out.counts.dropped = below as u32;
                 out.counts.work = meter.spent();
-                out.log_line = Some(self.log_line(&out));
+                out.log_line = Some(self.log_line(&out, None));
                 return out;
             }
             Verdict::NothingDropped => {
@@ -259,7 +260,7 @@ impl Job {
             out.counts.dropped = dropped as u32;
             out.counts.work = meter.spent();
             out.ratio = Some(ratio);
-            out.log_line = Some(self.log_line(&out));
+            out.log_line = Some(self.log_line(&out, None));
             return out;
         }
         let timed = scoring.timed;
@@ -296,7 +297,7 @@ impl Job {
             failures: scoring.failures,
             served_model: scoring.model,
         };
-        out.log_line = Some(self.log_line(&out));
+        out.log_line = Some(self.log_line(&out, None));
         out
     }
 
@@ -337,7 +338,7 @@ impl Job {
             served_model: scoring.model,
         };
         if log {
-            out.log_line = Some(self.log_line(&out));
+            out.log_line = Some(self.log_line(&out, None));
         }
         out
     }
@@ -347,35 +348,29 @@ impl Job {
     fn over_budget(&self, shape: Option<Shape>, paragraphs: Option<&[Paragraph]>, scoring: Scoring, meter: &Meter) -> Pruned {
         let mut out = self.unchanged(Outcome::Failed, shape, paragraphs, scoring, false);
         out.counts.work = meter.spent();
-        let line = self.log_line(&out);
-        out.log_line = Some(line.replacen(" outcome=failed", " outcome=failed reason=budget", 1));
+        out.log_line = Some(self.log_line(&out, Some("reason=budget")));
         out
     }
 
-    /// The `tool prune:` line (SPEC §12) of `p`.
-    fn log_line(&self, p: &Pruned) -> String {
+    /// The `tool prune:` line (SPEC §12) of `p`, `detail` after its outcome.
+    fn log_line(&self, p: &Pruned, detail: Option<&str>) -> String {
         let scorer = match &self.input.scorer {
             ScorerChoice::Offline => "offline",
             ScorerChoice::Stub => "stub",
             ScorerChoice::Host(name) => name.as_str(),
         };
-        let line = crate::log::prune_line(&crate::log::PruneLine {
+        crate::log::prune_line(&crate::log::PruneLine {
             agent: &self.input.agent,
             tool: &self.input.tool,
             outcome: p.outcome,
+            detail,
             shape: p.shape,
             counts: &p.counts,
-            threshold: p.threshold,
+            // A refused threshold is not written as if it had been used.
+            threshold: crate::settings::is_threshold(p.threshold).then_some(p.threshold),
             ratio: p.ratio,
             scorer,
-        });
-        if crate::settings::is_threshold(p.threshold) {
-            line
-        } else {
-            // A refused threshold is not written as if it had been used.
-            let shown = format!(" threshold={} ", crate::number::fixed(p.threshold, 1));
-            line.replacen(&shown, " threshold=- ", 1)
-        }
+        })
     }
 }
 
@@ -802,6 +797,14 @@ mod tests {
         let compact = prune(input(host()), 1, answer(false));
         assert_eq!(spaced.outcome, compact.outcome);
         assert_eq!(spaced.counts.work, compact.counts.work);
+        // Refused at reading the answers (one unit short of reading them and
+        // copying the body): the scorer answered, so its time is in the line.
+        let work = spaced.counts.work;
+        let short = PruneInput { work_budget: Some(work - text().len() as u64 - 1), ..input(host()) };
+        let at_answers = prune(short, 1, answer(true));
+        assert_eq!(at_answers.outcome, Outcome::Failed);
+        let line = at_answers.log_line.unwrap();
+        assert!(line.contains(" outcome=failed reason=budget shape=text ") && line.contains(" ms=1 "), "{line}");
     }
 
     /// A tester's case: the longest basis (2,000 characters of Japanese,
