@@ -19,7 +19,7 @@
 //! | [`stub`] | the word-overlap stub scorer (tests, demos) | — |
 //! | [`decide`] | verdicts, the net ratio, the 25 % floor | §7 |
 //! | [`budget`] | the guest's own work budget, the same in every host | §7 |
-//! | [`report`] | `prune --json`, `split` and `split --json` as every CLI prints them | §14 |
+//! | [`report`] | `prune --json`, `split`, `split --json`, `route`, `route --json` and a rules file's errors as every CLI prints them | §14 |
 //! | [`body`] | the pruned body: header, markers, wrapper string, array elements | §9, §8, §13 |
 //! | [`prune`] | one tool result from facts to outcome (the `prune-job`), `inspect` | §2–§12 |
 //! | [`omitted`] | the way back and the tool's spec in each SDK's shape | §10 |

@@ -533,13 +533,18 @@ fn is_cjk_token(t: &str) -> bool {
 /// the text the basis could match at all. Both 0 for a basis without terms.
 pub fn evidence_parts(basis: &str, paragraphs: &[&str]) -> (f64, f64) {
     let terms = terms_of(&tokens(basis));
-    let read: Vec<Read> = paragraphs.iter().map(|p| Read::of(&terms, tokens(p).iter().map(String::as_str))).collect();
+    let read = read_all(&terms, paragraphs);
     evidence_of(&terms, &read)
 }
 
 /// The basis's terms: its tokens, sorted and distinct.
 fn terms_of(basis_tokens: &[String]) -> Vec<String> {
     basis_tokens.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect()
+}
+
+/// Every paragraph tokenized and [`Read`] against `terms`, once.
+fn read_all(terms: &[String], paragraphs: &[&str]) -> Vec<Read> {
+    paragraphs.iter().map(|p| Read::of(terms, tokens(p).iter().map(String::as_str))).collect()
 }
 
 /// [`evidence_parts`] of paragraphs already [`Read`] against `terms`.
@@ -585,7 +590,7 @@ pub fn score_or_abstain(basis: &str, paragraphs: &[&str]) -> Option<Vec<f64>> {
     // Each paragraph is tokenized once, for the evidence and the scores.
     let basis_tokens = tokens(basis);
     let terms = terms_of(&basis_tokens);
-    let read: Vec<Read> = paragraphs.iter().map(|p| Read::of(&terms, tokens(p).iter().map(String::as_str))).collect();
+    let read = read_all(&terms, paragraphs);
     let (coverage, reach) = evidence_of(&terms, &read);
     (coverage * reach >= MIN_EVIDENCE).then(|| score_read(basis, &basis_tokens, &terms, paragraphs, read, Params::SHIPPED))
 }
@@ -594,7 +599,7 @@ pub fn score_or_abstain(basis: &str, paragraphs: &[&str]) -> Option<Vec<f64>> {
 pub fn score_with(basis: &str, paragraphs: &[&str], p: Params) -> Vec<f64> {
     let basis_tokens = tokens(basis);
     let terms = terms_of(&basis_tokens);
-    let read: Vec<Read> = paragraphs.iter().map(|t| Read::of(&terms, tokens(t).iter().map(String::as_str))).collect();
+    let read = read_all(&terms, paragraphs);
     score_read(basis, &basis_tokens, &terms, paragraphs, read, p)
 }
 
