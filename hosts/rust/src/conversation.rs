@@ -349,6 +349,28 @@ pub struct Conversation {
     inner: Arc<Inner>,
 }
 
+/// Stores one finished result: `finish(number)` finishes it with the id
+/// number the store gives (under the store's lock), and its record, if any,
+/// is stored. The finished result, or the store's failure (also a store that
+/// never asked).
+fn push_finished(
+    store: &dyn ResultStore,
+    finish: &mut dyn FnMut(u32) -> Result<GuestPruned, HostFailure>,
+) -> Result<GuestPruned, HostFailure> {
+    let mut finished: Option<Result<GuestPruned, HostFailure>> = None;
+    let pushed = store.push(&mut |number| {
+        let pruned = finish(number);
+        let record = pruned.as_ref().ok().and_then(|p| p.record.clone());
+        finished = Some(pruned);
+        record
+    });
+    match (pushed, finished) {
+        (Ok(()), Some(pruned)) => pruned,
+        (Err(e), _) => Err(HostFailure::store(&e)),
+        (Ok(()), None) => Err(HostFailure::store(&StoreError("the store did not ask for the result".to_string()))),
+    }
+}
+
 impl Pruner {
     /// A new conversation (host design "Conversation"). Errors: a threshold
     /// the guest refuses ([`ConversationError::Threshold`] with its message).
@@ -555,26 +577,16 @@ impl Conversation {
             // The trapped instance is dropped here.
             Err(failure) => return (Err(failure), scorer_calls),
         };
-        if pruned.outcome != Outcome::Ok {
+        // Nothing to keep (no record: not pruned): no number taken.
+        if pruned.record.is_none() {
             return (Ok(pruned), scorer_calls);
         }
         let mut first_answer = Some(pruned);
-        let mut finished: Option<Result<GuestPruned, HostFailure>> = None;
-        let pushed = store.push(&mut |number| {
-            let pruned = match first_answer.take() {
-                Some(pruned) if number == first => Ok(pruned),
-                // Another result was stored meanwhile: the same input, the same scores, the id the store gives.
-                _ => self.finish_again(input, response.as_ref(), number),
-            };
-            let record = pruned.as_ref().ok().and_then(|p| p.record.clone());
-            finished = Some(pruned);
-            record
+        let finished = push_finished(&**store, &mut |number| match first_answer.take() {
+            Some(pruned) if number == first => Ok(pruned),
+            // Another result was stored meanwhile: the same input, the same scores, the id the store gives.
+            _ => self.finish_again(input, response.as_ref(), number),
         });
-        let finished = match (pushed, finished) {
-            (Ok(()), Some(pruned)) => pruned,
-            (Err(e), _) => Err(HostFailure::store(&e)),
-            (Ok(()), None) => Err(HostFailure::store(&StoreError("the store did not ask for the result".to_string()))),
-        };
         (finished, scorer_calls)
     }
 
@@ -623,22 +635,13 @@ impl Conversation {
             // or one without a host scorer (none: the guest says `failed`).
             _ => (None, 0),
         };
-        let mut finished: Option<Result<GuestPruned, HostFailure>> = None;
-        let pushed = self.inner.store.push(&mut |number| {
-            let pruned = instance.call_sized(bytes, |g, s| {
+        let finished = push_finished(&*self.inner.store, &mut |number| {
+            instance.call_sized(bytes, |g, s| {
                 let pruned = g.toolprune_pruner_pruner().prune_job().call_finish(&mut *s, handle, response.as_ref(), number)?;
                 handle.resource_drop(&mut *s)?;
                 Ok(pruned)
-            });
-            let record = pruned.as_ref().ok().and_then(|p| p.record.clone());
-            finished = Some(pruned);
-            record
+            })
         });
-        let finished = match (pushed, finished) {
-            (Ok(()), Some(pruned)) => pruned,
-            (Err(e), _) => Err(HostFailure::store(&e)),
-            (Ok(()), None) => Err(HostFailure::store(&StoreError("the store did not ask for the result".to_string()))),
-        };
         // An unfinished job or a trap: the instance goes with it.
         if finished.is_ok() {
             self.inner.pruner.checkin(instance);
