@@ -281,11 +281,12 @@ impl std::fmt::Debug for Pruner {
     }
 }
 
-/// The most of a configuration file a host reads (bytes). The guest's rule
-/// (`settings.resolve`) refuses anything over 1 MiB; this only bounds what
-/// the host holds in memory, so a huge file, `/dev/zero` or a device can
-/// never make a hook read without end.
-const CONFIG_READ_CAP: u64 = 16 << 20;
+/// The most of a configuration file a host reads (bytes): one byte more
+/// than the guest's rule (`settings.resolve` refuses anything over 1 MiB,
+/// `guest/src/limits.rs`), as the Node and Python hosts read it, so a
+/// larger file gets the guest's size refusal in every host and a huge file
+/// or `/dev/zero` is never read whole.
+const CONFIG_READ_CAP: u64 = (1 << 20) + 1;
 
 /// A configuration file's text: none when it does not exist; an error for
 /// anything that is not a regular file (a FIFO would block the reader, a

@@ -43,12 +43,23 @@ fn a_fifo_a_device_or_a_directory_is_refused_at_once_never_read() {
 fn a_huge_file_is_refused_by_its_size_without_being_read_whole() {
     let dir = scratch("huge");
     let path = dir.join("config.toml");
-    // 40 MiB: past the host's read cap (16 MiB) and the guest's rule (1 MiB).
+    // 40 MiB: past the host's read cap (1 MiB + 1 byte) and the guest's rule (1 MiB).
     let file = std::fs::File::create(&path).unwrap();
     file.set_len(40 << 20).unwrap();
     let err = configuration(&path).unwrap_err();
     assert!(err.ends_with("larger than the 1048576 bytes a configuration file may have"), "{err}");
     std::fs::write(&path, "threshold = 0.3\n").unwrap();
     assert_eq!(configuration(&path), Ok("threshold 0.3".to_string()));
+    // At the bound: read and resolved; one byte more: refused, as the Node and Python hosts do.
+    const MIB: usize = 1 << 20;
+    let head = "threshold = 0.3\n#";
+    std::fs::write(&path, format!("{head}{}\n", "x".repeat(MIB - head.len() - 1))).unwrap();
+    assert_eq!(configuration(&path), Ok("threshold 0.3".to_string()));
+    std::fs::write(&path, format!("{head}{}\n", "x".repeat(MIB - head.len()))).unwrap();
+    assert!(configuration(&path).unwrap_err().ends_with("larger than the 1048576 bytes a configuration file may have"));
+    // Cut inside a character at the read cap: still the size refusal, never "not UTF-8".
+    std::fs::write(&path, format!("#{}\n", "é".repeat(MIB))).unwrap();
+    let err = configuration(&path).unwrap_err();
+    assert!(err.ends_with("larger than the 1048576 bytes a configuration file may have"), "{err}");
     assert!(configuration(&dir.join("absent.toml")).is_err_and(|e| e.contains("no such file")), "a named file that is missing");
 }
