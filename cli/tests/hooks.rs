@@ -456,7 +456,7 @@ fn a_second_identical_call_passes_unpruned_in_every_agent_and_stats_counts_it() 
     assert_eq!(repeats.len(), 4, "one line per repeat: {log}");
     for agent in ["claude-code", "codex", "gemini", "cursor"] {
         assert!(repeats.iter().any(|l| l.contains(&format!("agent={agent} "))), "{agent}: {repeats:?}");
-        assert!(log.contains(&format!("hook: agent={agent} event=")) && log.contains("reason=repeated"), "{log}");
+        assert!(log.lines().any(|l| l.contains(&format!("hook: agent={agent} event=")) && l.contains("reason=repeated")), "{agent}: {log}");
     }
     assert!(!log.contains("the-same-page"), "the log carries no arguments");
     let stats = scratch.run(&["stats", "--json"], b"");

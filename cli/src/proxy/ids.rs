@@ -130,7 +130,12 @@ impl ResultStore for ProxyStore {
 
 /// The counter file's value + 1, read under a shared lock (never through a link).
 fn peek(path: &Path) -> std::io::Result<u32> {
-    let mut file: File = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path)?;
+    let mut file: File = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path) {
+        Ok(file) => file,
+        // No counter yet: `bump` creates it empty, read as 0.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(1),
+        Err(e) => return Err(e),
+    };
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("the id counter is not a regular file"));
     }
@@ -212,6 +217,18 @@ mod tests {
             assert_eq!(fs::read_to_string(dir.join(COUNTER_FILE)).unwrap(), damaged, "left as it was");
             fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    #[test]
+    fn a_fresh_counter_peeks_the_number_it_then_gives() {
+        // Else the first result of every new proxy is finished twice (its peeked number moved).
+        let dir = root("fresh");
+        let ids = IdNumbers::new(Some(&dir));
+        assert_eq!(ids.peek(), 1);
+        assert_eq!(ids.next(), 1);
+        assert_eq!(ids.peek(), 2);
+        assert_eq!(ids.next(), 2);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
