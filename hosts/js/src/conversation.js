@@ -326,11 +326,7 @@ export class Conversation {
 
   /** Writes a line to the conversation's log sink; what the sink throws is dropped. */
   #log(line) {
-    try {
-      this.#options.log(line);
-    } catch {
-      // dropped: a log sink's failure never reaches a result (fail-open)
-    }
+    safeLog(this.#options.log)(line);
   }
 
   /** The options in effect (threshold as the guest checked it, store limits). */

@@ -366,6 +366,8 @@ export class Pruner {
    */
   pruneJson(result, scorer) {
     const pruned = result?.[GUEST] ?? undefined;
+    // Only a host failure has no guest answer; anything else was copied or made by hand.
+    if (!pruned && result?.outcome !== 'failed') throw new TypeError('toolprune: pass a result that onToolResult or onToolResultSync gave');
     const failure = pruned ? undefined : [wit.kebab(result?.failure?.reason ?? 'guest_trap'), wit.kebab(result?.failure?.limit)];
     const answer = this.#engine.callSync('pruneJson', { pruned, failure, scorer: String(scorer).toWellFormed() });
     if (!answer.ok) throw guestError(answer);

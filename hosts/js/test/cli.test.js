@@ -106,7 +106,7 @@ test('stdin, --json (fields in the Rust CLI\'s order, f64 as serde_json writes t
   assert.equal(raw, `${pruner.pruneJson(r, 'offline')}\n`);
 });
 
-test('prune --json, split and split --json print the guest\'s report exports byte for byte, also for a host failure', async () => {
+test('split and split --json print the guest\'s report exports; pruneJson reports a host failure and refuses a copied result', async () => {
   const text = readShared('cases/wrapper-ascii-escaped.json');
   const table = await run(['split', '-'], text);
   assert.equal(table.stdout.toString('utf8'), pruner.split(text));
@@ -116,6 +116,11 @@ test('prune --json, split and split --json print the guest\'s report exports byt
   const failed = { outcome: 'failed', failure: { reason: 'guest_trap', limit: 'wall_time' } };
   const report = JSON.parse(pruner.pruneJson(failed, 'offline'));
   assert.deepEqual([report.outcome, report.reason, report.limit, report.counts], ['failed', 'guest_trap', 'wall_time', null]);
+  // A copy loses the guest's answer: refused, never reported as a trap.
+  const skipped = pruner.conversation({ log: () => {} }).turn(REQUEST).onToolResultSync({ text: 'short', prunable: true });
+  assert.equal(skipped.outcome, 'skipped');
+  assert.equal(JSON.parse(pruner.pruneJson(skipped, 'offline')).outcome, 'skipped');
+  assert.throws(() => pruner.pruneJson(structuredClone(skipped), 'offline'), TypeError);
 });
 
 test('split shows pruner.inspect: the shape line and a row per unit, or JSON', async () => {

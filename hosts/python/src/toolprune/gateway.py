@@ -296,7 +296,8 @@ class GatewayPruner:
             log.info("tool prune: agent=%s outcome=skipped gate=no_identity", AGENT)
             return None
         turn = self.conversation(scope).turn(basis or "")
-        args = None if arguments is None else call_arguments(arguments)
+        # The mapping itself: the library encodes it by the one rule of every host (no arguments if not JSON).
+        args = None if arguments is None else dict(arguments)
         changed = False
         items: List[Any] = []
         for item in content:
@@ -310,12 +311,6 @@ class GatewayPruner:
             return None
         return {**dict(result), "content": items}
 
-
-def call_arguments(arguments: Mapping[str, Any]) -> str:
-    """A call's arguments as the JSON text the repeat gate keys on (the guest
-    canonicalizes key order and spacing; values JSON cannot hold are written
-    as text)."""
-    return json.dumps(dict(arguments), ensure_ascii=False, default=str)
 
 
 def with_basis(schema: Mapping[str, Any], argument: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -396,7 +391,6 @@ __all__ = [
     "Identity",
     "SCOPE_ARGUMENT",
     "add_basis",
-    "call_arguments",
     "scope_of",
     "with_basis",
 ]
