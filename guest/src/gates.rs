@@ -45,8 +45,10 @@ pub fn stopped_by(f: Facts) -> Option<Gate> {
 /// The key of one call for the repeat gate (SPEC §2): a digest (SHA-256,
 /// first 16 bytes, hex) of the tool's name and its arguments, the arguments
 /// taken as JSON with object keys sorted and no spaces (so `{"a":1, "b":2}`
-/// and `{"b": 2, "a": 1}` are one call); a text that is not JSON is taken as
-/// it is. A digest, never the arguments: it is stored and compared, never
+/// and `{"b": 2, "a": 1}` are one call) and a number with a whole value
+/// below 2^53 written as an integer (so `1.0` and `1` are one call, as they
+/// are one number to JavaScript: Python's `json.dumps` writes `1.0`, Node's
+/// `JSON.stringify` writes `1`); a text that is not JSON is taken as it is. A digest, never the arguments: it is stored and compared, never
 /// read back.
 pub fn call_key(tool: &str, arguments: &str) -> String {
     use sha2::{Digest, Sha256};
@@ -61,7 +63,8 @@ pub fn call_key(tool: &str, arguments: &str) -> String {
     hash.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `value` as compact JSON with every object's keys in sorted order.
+/// `value` as compact JSON with every object's keys in sorted order and a
+/// whole number below 2^53 in magnitude written without a fraction.
 fn canonical_json(value: &serde_json::Value) -> String {
     use serde_json::Value;
     match value {
@@ -75,6 +78,11 @@ fn canonical_json(value: &serde_json::Value) -> String {
             format!("{{{}}}", fields.join(","))
         }
         Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        Value::Number(n) => match n.as_f64() {
+            // 2^53: every whole number below it is exact in an f64 and in a JavaScript number.
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
         other => other.to_string(),
     }
 }
@@ -103,6 +111,19 @@ mod tests {
         assert_ne!(call_key("ab", "c"), call_key("a", "bc"), "the name and the arguments do not run together");
         assert_eq!(call_key("t", "not json {"), call_key("t", "not json {"));
         assert_ne!(call_key("t", r#"{"a":[1,2]}"#), call_key("t", r#"{"a":[2,1]}"#), "array order matters");
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_fraction_is_the_same_call_as_the_integer() {
+        // Python's json.dumps writes 1.0 where Node's JSON.stringify writes 1: one call in every host.
+        let one = call_key("fetch", r#"{"max_length": 5000, "page": [1, -2]}"#);
+        assert_eq!(one, call_key("fetch", r#"{"max_length": 5000.0, "page": [1.0, -2.0]}"#));
+        assert_eq!(one, call_key("fetch", r#"{"max_length": 5e3, "page": [1, -2]}"#));
+        assert_ne!(one, call_key("fetch", r#"{"max_length": 5000.5, "page": [1, -2]}"#), "a fraction is another number");
+        assert_ne!(call_key("t", "[0.5]"), call_key("t", "[0]"));
+        // Beyond 2^53 a float is left as serde_json writes it (no integer it could equal exactly in JavaScript).
+        assert_ne!(call_key("t", "[1e300]"), call_key("t", "[1]"));
+        assert_eq!(call_key("t", "[-0.0]"), call_key("t", "[0]"), "minus zero is zero, as in JavaScript");
     }
     #[test]
     fn every_cheap_gate_stops_the_call_and_is_named() {

@@ -55,6 +55,7 @@ bare.url = 'a';
 /** [what, first, second]: taken, so the second is a repeat of the first. */
 const TAKEN = [
   ['a JSON text', '{"url": "a", "n": 1}', '{"n":1,"url":"a"}'],
+  ['a whole number with a fraction (as Python writes it) is the integer', '{"url": "a", "n": 1.0}', { url: 'a', n: 1 }],
   ['a text that is not JSON (keyed as it is)', 'not json', 'not json'],
   ['a plain object, keys in another order', { url: 'a', n: 1 }, '{"n": 1, "url": "a"}'],
   ['an object without a prototype', bare, { url: 'a' }],

@@ -65,6 +65,7 @@ TAKEN: List[Any] = [
     ("a JSON text", '{"url": "a", "n": 1}', '{"n":1,"url":"a"}'),
     ("a text that is not JSON (keyed as it is)", "not json", "not json"),
     ("a dict, keys in another order", {"url": "a", "n": 1}, '{"n": 1, "url": "a"}'),
+    ("a whole float is the int (as Node writes it)", {"url": "a", "n": 1.0}, '{"url": "a", "n": 1}'),
     ("another mapping", MappingProxyType({"url": "a"}), {"url": "a"}),
     ("a list of JSON values", ["a", 1, {"b": None, "c": True, "d": [1.5, -2]}], '["a",1,{"b":null,"c":true,"d":[1.5,-2]}]'),
     ("a tuple is a list", ("a", 1), ["a", 1]),
