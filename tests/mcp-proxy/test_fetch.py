@@ -6,7 +6,8 @@ Asserted: the page comes back pruned (header, markers, kept text verbatim and in
 order) on the basis of the prompt hook's record, of the model-written argument,
 or not at all (``no_basis``: the bytes of the upstream's answer); ``omitted`` gives
 every dropped paragraph back verbatim (their characters add up to the header's
-count); every line the proxy did not prune is the same bytes on both sides of it.
+count); every line the proxy did not prune is the same bytes on both sides of it;
+the same fetch again after a pruned one passes whole (the repeat gate).
 """
 
 from __future__ import annotations
@@ -228,3 +229,30 @@ async def test_the_entry_toolprune_install_wraps_starts_a_working_proxy(tools, t
     out = subprocess.run([toolprune, "uninstall", "claude-code", "--wrap", "fetch"], env=env, cwd=user.project, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(claude_json.read_text())["mcpServers"]["fetch"]["command"] == tools.fetch_server
+
+
+async def test_the_same_fetch_again_after_a_pruned_one_reaches_the_client_whole_and_other_arguments_are_pruned_again(tools, toolprune, user, site, manifest):
+    """The repeat gate (SPEC §2) through the real server: a model that asks for
+    the page again (the same arguments, in another key order) is given the
+    server's own bytes; a call with other arguments is a new call, pruned."""
+    user.config('threshold = 0.5\n')
+    s = stack(toolprune, user, fetch_server(tools))
+    url = site.url + "/docs/" + DOC.rsplit(".", 1)[0] + ".html"
+    async with Client(s.params, mode="auto") as client:
+        await client.list_tools()
+        user.record_prompt("s", request_of(manifest), agent_pid=s.outer.pids()["tap"])
+        first = await client.call_tool("fetch", {"url": url, "max_length": MAX})
+        assert "Omitted by relevance" in text_of(first)
+        again = await client.call_tool("fetch", {"max_length": MAX, "url": url})
+        assert text_of(again) == upstream_text(s), "the repeat is the server's text, whole"
+        other = await client.call_tool("fetch", {"url": url, "max_length": MAX - 1})
+        assert "Omitted by relevance" in text_of(other), "other arguments: another call, pruned"
+    # The repeat's answer: the same bytes on both sides of the proxy.
+    (repeat_id,) = [json.dumps(m["id"]) for m in s.outer.messages("c2s")
+                    if m.get("method") == "tools/call" and list(m["params"]["arguments"]) == ["max_length", "url"]]
+    inner = [l for l in s.inner.lines("s2c") if json.dumps(json.loads(l).get("id")) == repeat_id]
+    outer = [l for l in s.outer.lines("s2c") if json.dumps(json.loads(l).get("id")) == repeat_id]
+    assert len(inner) == 1 and inner == outer
+    outcomes = [l.split(" outcome=", 1)[1].split(" ", 1)[0] + (" repeated" if "gate=repeated" in l else "")
+                for l in s.log_lines() if l.startswith("tool prune:") and "name=fetch" in l]
+    assert outcomes == ["ok", "skipped repeated", "ok"], s.log_lines()
