@@ -16,7 +16,8 @@ plugin's OpenCode tool) with the marker's id and range returns the dropped parag
 verbatim; (c) every tool message is resent byte for byte in every later request, also after
 ``opencode run --continue``; (d) in the continued conversation turn 1's id still answers
 turn 1's text (the store is on disk, ids count on: turn 2's page is P2), never turn 2's;
-(e) with the store unusable the original page reaches the model and the run succeeds.
+(e) with the store unusable the original page reaches the model and the run succeeds;
+(f) with ``omitted`` taken from the model in opencode.json, the page reaches it whole.
 Then ``toolprune stats`` on that HOME shows the OpenCode results.
 """
 
@@ -293,5 +294,27 @@ def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(
             assert not api.errors, api.errors
     assert run.returncode == 0, run.stderr[-2000:]
     assert "Answered from the whole page." in run.stdout
+    (original,) = originals(home.probe_log)
+    assert agent.fetched == [original], "the original page reached the model"
+
+
+def test_f_a_config_that_takes_omitted_from_the_model_gets_the_page_whole(
+    toolchain: Toolchain, corpus: Path, plugin_url: str, tmp_path: Path
+) -> None:
+    """``"tools": {"omitted": false}`` in opencode.json: OpenCode offers the model no
+    ``omitted``, and the plugin (told by its ``config`` hook) prunes nothing: no way back."""
+    exe, fetch_bin = oc.ensure_opencode_cli(), ensure_fetch_venv()
+    oc.ensure_readability(fetch_bin)
+    with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
+        agent = Agent([(PROMPT_1, site.url + page_path(DOC_1))])
+        with ScriptedChat(agent) as api:
+            home = setup_home(tmp_path, api.url, fetch_bin, plugin_url)
+            config = home.project / "opencode.json"
+            config.write_text(json.dumps({**json.loads(config.read_text()), "tools": {OMITTED: False}}, indent=2) + "\n")
+            run = oc.run_opencode(exe, PROMPT_1, home=home.home, cwd=home.project, extra_env=home.env())
+            assert not api.errors, api.errors
+            offered = [t["function"]["name"] for t in api.requests[0]["tools"]]
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert FETCH in offered and OMITTED not in offered, offered
     (original,) = originals(home.probe_log)
     assert agent.fetched == [original], "the original page reached the model"

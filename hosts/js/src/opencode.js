@@ -19,6 +19,8 @@
 //   in this process from the session store. OpenCode hands the tool its
 //   own `sessionID`, so the model can name an id but never another
 //   session; nothing else (no `toolprune mcp`, no token) has to be set up.
+//   When OpenCode's config takes the tool away from the model (`tools` or
+//   `permission` denying `omitted`), nothing is pruned: no way back.
 // - The store: the Rust CLI's on-disk session store (`src/store.js`,
 //   agent label `opencode`, one session per OpenCode session id), so ids
 //   are unique for the whole conversation, also across `opencode run
@@ -79,6 +81,38 @@ function candidateNames(tool, servers) {
   return names;
 }
 
+/** OpenCode's wildcard: `*` any run of characters, `?` one, everything else itself; the whole name. */
+function wildcard(name, pattern) {
+  const source = [...pattern].map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[\\^$.|+()[\]{}]/g, '\\$&'))).join('');
+  return new RegExp(`^${source}$`, 's').test(name);
+}
+
+/**
+ * Whether OpenCode's configuration (the `config` hook's object) takes the
+ * tool `name` away from the model, as OpenCode decides it: the legacy
+ * `tools` map (`name-or-glob: false` a deny, `true` an allow) merged under
+ * `permission` (one action for every tool, or `name-or-glob: action` or
+ * `name-or-glob: {input-pattern: action}`) into rules in that order; the
+ * last rule whose name matches decides, and the tool is gone when it
+ * denies every input (`"deny"`, or its input pattern is `*`). Agent-level
+ * `agent.<name>.permission` is not read (the hook is not told the agent).
+ * Anything else counts as not denied.
+ */
+function toolDenied(cfg, name) {
+  const merged = {};
+  for (const [key, on] of Object.entries(cfg?.tools ?? {})) if (typeof on === 'boolean') merged[key] = on ? 'allow' : 'deny';
+  const permission = cfg?.permission;
+  if (typeof permission === 'string') merged['*'] = permission;
+  else if (permission && typeof permission === 'object') Object.assign(merged, permission);
+  const rules = [];
+  for (const [key, value] of Object.entries(merged)) {
+    if (typeof value === 'string') rules.push([key, '*', value]);
+    else if (value && typeof value === 'object') for (const [pattern, action] of Object.entries(value)) rules.push([key, pattern, action]);
+  }
+  const last = rules.filter(([key]) => wildcard(name, key)).pop();
+  return last !== undefined && last[1] === '*' && last[2] === 'deny';
+}
+
 /** The component, configuration, scorer and store root, or null when any of them fails (then nothing is pruned). */
 async function load(env) {
   const pruner = await Pruner.load();
@@ -112,6 +146,8 @@ export async function ToolprunePlugin() {
   // Sessions untouched for `[store] max_age_hours` go, as the Rust hooks sweep them.
   root.sweep(config.store.maxAgeS);
   const servers = new Set();
+  /** Whether OpenCode's config takes `omitted` from the model: then no way back, so nothing is pruned. */
+  let noWayBack = false;
   /** sessionID → { session, conversation, request } (opened on first use). */
   const sessions = new Map();
 
@@ -151,6 +187,11 @@ export async function ToolprunePlugin() {
       } catch {
         // names from the tool alone
       }
+      try {
+        noWayBack = toolDenied(cfg, omittedTool.name);
+      } catch {
+        noWayBack = false;
+      }
     },
 
     // OpenCode deleted a session (`session.deleted`, properties `{sessionID, info}`): its
@@ -183,7 +224,8 @@ export async function ToolprunePlugin() {
         if (typeof input?.tool !== 'string' || typeof input.sessionID !== 'string' || input.tool === omittedTool.name) return;
         const block = soleText(output?.content);
         if (!block) return;
-        const prunable = pruner.isPrunable(candidateNames(input.tool, servers), config.prunable);
+        // No `omitted` for the model (OpenCode's config denies it): a result is not prunable (gate not_prunable).
+        const prunable = !noWayBack && pruner.isPrunable(candidateNames(input.tool, servers), config.prunable);
         const entry = open(input.sessionID);
         entry.request ??= entry.session.request()?.request ?? null;
         const turn = entry.conversation.turn(entry.request ?? '');

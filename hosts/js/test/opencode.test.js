@@ -261,6 +261,36 @@ describe('the OpenCode plugin', () => {
     assert.ok((await fetched(hooks, 'ses_r', PAGE, 'fetch_fetch')).content[0].text.length < PAGE.length, 'the control: fetch_fetch is pruned');
   });
 
+  test("OpenCode's config that takes omitted from the model (tools or permission) leaves every result whole; one that keeps it, pruned", async () => {
+    const pruned = async (cfg) => {
+      scratch = freshEnv();
+      const hooks = await ToolprunePlugin({}, {});
+      await hooks.config({ mcp: { docs: { type: 'local', command: ['x'] } }, ...cfg });
+      await say(hooks, 'ses_w', REQUEST);
+      return (await fetched(hooks, 'ses_w', PAGE)).content[0].text !== PAGE;
+    };
+    const gone = [
+      { tools: { omitted: false } },
+      { tools: { 'omit*': false } },
+      { permission: 'deny' },
+      { permission: { '*': 'deny', read: 'allow' } },
+      { permission: { omitted: { '*': 'deny' } } },
+      { tools: { omitted: true }, permission: { omitted: 'deny' } },
+    ];
+    for (const cfg of gone) assert.equal(await pruned(cfg), false, JSON.stringify(cfg));
+    const kept = [
+      {},
+      { tools: { omitted: true, websearch: false } },
+      { tools: { '*': false, omitted: true } },
+      { permission: { '*': 'ask' } },
+      { permission: { '*': 'deny', omitted: 'allow' } },
+      { permission: { omitted: { '*': 'deny', 'P1*': 'allow' } } },
+      { tools: { omitted: false }, permission: { omitted: 'allow' } },
+      { permission: 42, tools: 'x' },
+    ];
+    for (const cfg of kept) assert.equal(await pruned(cfg), true, JSON.stringify(cfg));
+  });
+
   test('disabled in the config: nothing is pruned', async () => {
     scratch = freshEnv();
     process.env.TOOLPRUNE_CONFIG = join(scratch, 'config.toml');
