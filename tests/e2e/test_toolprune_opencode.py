@@ -278,21 +278,32 @@ def test_stats_on_the_store_shows_the_opencode_results(continued: Run, toolprune
     assert sorted(f.name for f in sessions[0].iterdir()) == ["P1.json", "P2.json", "request.json", "state.json"]
 
 
-def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(
-    toolchain: Toolchain, corpus: Path, plugin_url: str, tmp_path: Path
-) -> None:
+def one_turn(toolchain: Toolchain, corpus: Path, plugin_url: str, root: Path, prepare: Any) -> tuple[Home, Agent, oc.OpenCodeRun, list[str]]:
+    """Turn one in a fresh HOME after ``prepare(home)``: the home, the scripted model, the
+    run and the tool names the model was offered first. The API saw no error."""
     exe, fetch_bin = oc.ensure_opencode_cli(), ensure_fetch_venv()
     oc.ensure_readability(fetch_bin)
     with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
         agent = Agent([(PROMPT_1, site.url + page_path(DOC_1))])
         with ScriptedChat(agent) as api:
-            home = setup_home(tmp_path, api.url, fetch_bin, plugin_url)
-            store = home.home / ".cache" / "toolprune" / "sessions"
-            store.parent.mkdir(parents=True, exist_ok=True)
-            store.write_text("not a directory\n")
+            home = setup_home(root, api.url, fetch_bin, plugin_url)
+            prepare(home)
             run = oc.run_opencode(exe, PROMPT_1, home=home.home, cwd=home.project, extra_env=home.env())
             assert not api.errors, api.errors
+            offered = [t["function"]["name"] for t in api.requests[0]["tools"]]
     assert run.returncode == 0, run.stderr[-2000:]
+    return home, agent, run, offered
+
+
+def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(
+    toolchain: Toolchain, corpus: Path, plugin_url: str, tmp_path: Path
+) -> None:
+    def unusable_store(home: Home) -> None:
+        store = home.home / ".cache" / "toolprune" / "sessions"
+        store.parent.mkdir(parents=True, exist_ok=True)
+        store.write_text("not a directory\n")
+
+    home, agent, run, _ = one_turn(toolchain, corpus, plugin_url, tmp_path, unusable_store)
     assert "Answered from the whole page." in run.stdout
     (original,) = originals(home.probe_log)
     assert agent.fetched == [original], "the original page reached the model"
@@ -303,18 +314,11 @@ def test_f_a_config_that_takes_omitted_from_the_model_gets_the_page_whole(
 ) -> None:
     """``"tools": {"omitted": false}`` in opencode.json: OpenCode offers the model no
     ``omitted``, and the plugin (told by its ``config`` hook) prunes nothing: no way back."""
-    exe, fetch_bin = oc.ensure_opencode_cli(), ensure_fetch_venv()
-    oc.ensure_readability(fetch_bin)
-    with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
-        agent = Agent([(PROMPT_1, site.url + page_path(DOC_1))])
-        with ScriptedChat(agent) as api:
-            home = setup_home(tmp_path, api.url, fetch_bin, plugin_url)
-            config = home.project / "opencode.json"
-            config.write_text(json.dumps({**json.loads(config.read_text()), "tools": {OMITTED: False}}, indent=2) + "\n")
-            run = oc.run_opencode(exe, PROMPT_1, home=home.home, cwd=home.project, extra_env=home.env())
-            assert not api.errors, api.errors
-            offered = [t["function"]["name"] for t in api.requests[0]["tools"]]
-    assert run.returncode == 0, run.stderr[-2000:]
+    def without_omitted(home: Home) -> None:
+        config = home.project / "opencode.json"
+        config.write_text(json.dumps({**json.loads(config.read_text()), "tools": {OMITTED: False}}, indent=2) + "\n")
+
+    home, agent, _, offered = one_turn(toolchain, corpus, plugin_url, tmp_path, without_omitted)
     assert FETCH in offered and OMITTED not in offered, offered
     (original,) = originals(home.probe_log)
     assert agent.fetched == [original], "the original page reached the model"
