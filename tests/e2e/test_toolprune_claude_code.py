@@ -30,7 +30,9 @@ What it asserts, from the requests the scripted API received:
     the run still succeeds;
 (f) ``toolprune stats`` on the scratch store counts the two pruned results, the characters
     (and estimated tokens) the model did not receive, and what ``omitted`` read back, all
-    equal to what the scripted API received.
+    equal to what the scripted API received;
+(g) a model that fetches the pruned page again with the same arguments gets it whole (the
+    repeat gate), counted by stats as a repeat.
 """
 
 from __future__ import annotations
@@ -392,3 +394,47 @@ def test_installed_both_ways_a_result_is_pruned_once_and_doctor_names_the_active
     assert report["total"]["seen"] == report["total"]["pruned"] == 1, report["total"]
     # The settings' omitted answers (the plugin's PreToolUse stands back for it).
     assert agent.answers and not agent.answers[0].startswith(NOT_FOUND), agent.answers
+
+
+class AskAgainAgent:
+    """The scripted model that, given a pruned page, fetches it again with the same
+    arguments (keys in another order) instead of calling ``omitted``; then answers."""
+
+    def __init__(self, prompt: str, url: str):
+        self.prompt, self.url = prompt, url
+        self.fetched: list[str] = []
+
+    def __call__(self, req: MessagesRequest) -> Reply:
+        results = req.tool_results()
+        if not results:
+            assert any(t.strip() == self.prompt for t in req.user_texts()), f"request {req.index}: no prompt"
+            return tool_use(FETCH, {"url": self.url, "max_length": 100000})
+        self.fetched.append(tool_result_text(results[-1]))
+        if len(self.fetched) == 1:
+            return tool_use(FETCH, {"max_length": 100000, "url": self.url})
+        return text("Answered from the page fetched again.")
+
+
+def test_g_a_model_that_fetches_the_pruned_page_again_gets_it_whole(
+    toolchain: Toolchain, corpus: Path, toolprune_bin: str, tmp_path: Path
+) -> None:
+    """The repeat gate (SPEC §2) in the real PostToolUse hook: the same call again after
+    its result was pruned passes unchanged, and stats count it as a repeat."""
+    scratch = Scratch(tmp_path)
+    install(toolprune_bin, scratch)
+    probe = probe_post_tool_use(scratch)
+    with Site(corpus_pages(corpus, [DOC_1], toolchain.python)) as site:
+        agent = AskAgainAgent(PROMPT_1, site.url + page_path(DOC_1))
+        with ScriptedAnthropic(agent) as api:
+            Claude(toolchain, scratch).run(PROMPT_1, api.url, mcp_servers={"docs": docs_server(toolchain)},
+                                           allowed_tools=[FETCH], env={"MCP_CONNECTION_NONBLOCKING": "false"}).check()
+            assert not api.errors, api.errors
+    first, second = [e["tool_response"][0]["text"] for e in probe.events("PostToolUse")]
+    assert first == second, "the server answered the same page twice"
+    assert len(agent.fetched) == 2, agent.fetched
+    assert find_omission(agent.fetched[0]) is not None, "the first fetch was pruned"
+    verbatim_pieces(agent.fetched[0], first)
+    assert agent.fetched[1] == second, "the same call again reached the model whole"
+    report = json.loads(subprocess.run([toolprune_bin, "stats", "--json"], env={**toolprune_env(scratch), "TZ": "UTC"},
+                                       capture_output=True, text=True, timeout=60).stdout)
+    assert report["total"]["pruned"] == 1 and report["total"]["skipped"]["repeated"] == 1, report["total"]
