@@ -1,7 +1,8 @@
 //! `toolprune mcp` as a process on real pipes: no line the client writes
 //! goes unanswered (issue 27 §7). A line that is not JSON gets −32700 with
 //! `id: null`, JSON that is not a valid request −32600 with its `id` when it
-//! has a usable one, a line of 16 MiB or more −32600 with `id: null`
+//! has a usable one, a request whose params do not fit its method −32602,
+//! an unknown method −32601, a line of 16 MiB or more −32600 with `id: null`
 //! without being held in memory; and after each, a normal `omitted` call is
 //! answered as before.
 
@@ -154,6 +155,26 @@ fn json_that_is_not_a_valid_request_gets_invalid_request_with_its_id_when_it_has
         server.call_omitted(call);
         let answers = server.answers(2);
         assert_error_then_served(&answers, -32600, &id, call, line);
+    }
+}
+
+#[test]
+fn a_request_whose_params_do_not_fit_gets_invalid_params_and_an_unknown_method_method_not_found() {
+    let mut server = Server::start();
+    let cases = [
+        (r#"{"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {}}"#, -32602),
+        (r#"{"jsonrpc": "2.0", "id": "q-31", "method": "tools/call", "params": {"name": 5}}"#, -32602),
+        (r#"{"jsonrpc": "2.0", "id": 32, "method": "tools/call"}"#, -32602),
+        (r#"{"jsonrpc": "2.0", "id": 33, "method": "tools/call", "params": {"name": "nope"}}"#, -32602),
+        (r#"{"jsonrpc": "2.0", "id": 34, "method": "no/such/method", "params": {}}"#, -32601),
+    ];
+    for (n, (line, code)) in cases.into_iter().enumerate() {
+        let call = 300 + n as u64;
+        server.write(line);
+        server.call_omitted(call);
+        let answers = server.answers(2);
+        let id: Value = serde_json::from_str::<Value>(line).unwrap()["id"].clone();
+        assert_error_then_served(&answers, code, &id, call, line);
     }
 }
 

@@ -28,8 +28,8 @@ pub mod transport;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
@@ -139,6 +139,18 @@ impl ServerHandler for OmittedServer {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let text = self.answer(&arguments);
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+
+    /// A request rmcp could not read as any MCP request: one of the methods
+    /// this server answers whose params do not fit it (a `tools/call`
+    /// without a `name`, …) is −32602 Invalid params; any other method
+    /// −32601 Method not found (rmcp's own answer).
+    async fn on_custom_request(&self, request: CustomRequest, _context: RequestContext<RoleServer>) -> Result<CustomResult, McpError> {
+        const ANSWERED: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+        if ANSWERED.contains(&request.method.as_str()) {
+            return Err(McpError::invalid_params(format!("the params do not fit {}", request.method), None));
+        }
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None))
     }
 }
 
