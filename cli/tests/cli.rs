@@ -141,3 +141,35 @@ fn negative_looking_values_are_values() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("agent=-a "));
 }
+
+/// The names in a launcher's `NATIVE_ONLY = …` set (the text from the name to
+/// the closing bracket: every quoted word in it).
+fn native_only(path: &str) -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../").to_string() + path).expect(path);
+    let at = text.find("NATIVE_ONLY = ").unwrap_or_else(|| panic!("{path}: no NATIVE_ONLY"));
+    let set = &text[at..];
+    let set = &set[..set.find([']', ')']).expect("the set closes")];
+    set.split(['\'', '"']).skip(1).step_by(2).map(str::to_string).collect()
+}
+
+#[test]
+fn the_npm_and_python_launchers_name_the_same_native_only_commands_as_the_binary_has() {
+    let js = native_only("hosts/js/bin/toolprune.mjs");
+    let py = native_only("hosts/python/src/_toolprune_launcher.py");
+    assert_eq!(js, py, "the two launchers disagree");
+    // Every command of the binary is native-only but the three the libraries run and
+    // `hook` (answered apart: the agent's "no change").
+    let help = String::from_utf8(toolprune(&["--help"], b"").stdout).expect("utf-8");
+    let listed = help.split("Commands:\n").nth(1).expect("a command list");
+    let mut commands: std::collections::BTreeSet<String> = listed
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| !["prune", "split", "route", "hook", "help"].contains(&c.as_str()))
+        .collect();
+    commands.insert("plugin".to_string()); // hidden from the list: `toolprune plugin build`
+    assert_eq!(js, commands, "NATIVE_ONLY against `toolprune --help`");
+    for command in &js {
+        assert!(toolprune(&[command, "--help"], b"").status.success(), "toolprune {command} exists");
+    }
+}
