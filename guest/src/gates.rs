@@ -45,10 +45,11 @@ pub fn stopped_by(f: Facts) -> Option<Gate> {
 /// The key of one call for the repeat gate (SPEC §2): a digest (SHA-256,
 /// first 16 bytes, hex) of the tool's name and its arguments, the arguments
 /// taken as JSON with object keys sorted and no spaces (so `{"a":1, "b":2}`
-/// and `{"b": 2, "a": 1}` are one call) and a number with a whole value
-/// below 2^53 written as an integer (so `1.0` and `1` are one call, as they
-/// are one number to JavaScript: Python's `json.dumps` writes `1.0`, Node's
-/// `JSON.stringify` writes `1`); a text that is not JSON is taken as it is. A digest, never the arguments: it is stored and compared, never
+/// and `{"b": 2, "a": 1}` are one call) and every number taken as the
+/// double it is to JavaScript (so `1.0` and `1` are one call: Python's
+/// `json.dumps` writes `1.0` where Node's `JSON.stringify` writes `1`, and
+/// an integer beyond 2^53 is rounded as Node's `JSON.parse` rounds it); a
+/// text that is not JSON is taken as it is. A digest, never the arguments: it is stored and compared, never
 /// read back.
 pub fn call_key(tool: &str, arguments: &str) -> String {
     use sha2::{Digest, Sha256};
@@ -63,8 +64,8 @@ pub fn call_key(tool: &str, arguments: &str) -> String {
     hash.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `value` as compact JSON with every object's keys in sorted order and a
-/// whole number below 2^53 in magnitude written without a fraction.
+/// `value` as compact JSON with every object's keys in sorted order and
+/// every number written from its double (`1` and `1.0` alike).
 fn canonical_json(value: &serde_json::Value) -> String {
     use serde_json::Value;
     match value {
@@ -78,10 +79,12 @@ fn canonical_json(value: &serde_json::Value) -> String {
             format!("{{{}}}", fields.join(","))
         }
         Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        // Every number as the double it is to JavaScript (1, 1.0 and 1e0 alike; an integer
+        // beyond 2^53 rounded as JSON.parse rounds it; -0 is 0), written by one rule.
         Value::Number(n) => match n.as_f64() {
-            // 2^53: every whole number below it is exact in an f64 and in a JavaScript number.
-            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => format!("{}", f as i64),
-            _ => n.to_string(),
+            Some(f) if f == 0.0 => "0".to_string(),
+            Some(f) => serde_json::Number::from_f64(f).map_or_else(|| n.to_string(), |d| d.to_string()),
+            None => n.to_string(),
         },
         other => other.to_string(),
     }
@@ -121,9 +124,14 @@ mod tests {
         assert_eq!(one, call_key("fetch", r#"{"max_length": 5e3, "page": [1, -2]}"#));
         assert_ne!(one, call_key("fetch", r#"{"max_length": 5000.5, "page": [1, -2]}"#), "a fraction is another number");
         assert_ne!(call_key("t", "[0.5]"), call_key("t", "[0]"));
-        // Beyond 2^53 a float is left as serde_json writes it (no integer it could equal exactly in JavaScript).
+        assert_ne!(call_key("t", "[1e300]"), call_key("t", "[1e301]"), "large doubles stay apart");
         assert_ne!(call_key("t", "[1e300]"), call_key("t", "[1]"));
         assert_eq!(call_key("t", "[-0.0]"), call_key("t", "[0]"), "minus zero is zero, as in JavaScript");
+        assert_ne!(call_key("t", "[-1]"), call_key("t", "[1]"));
+        // 2^53 + 1 is 2^53 to JavaScript (Python keeps the int exact): one call.
+        assert_eq!(call_key("t", "[9007199254740993]"), call_key("t", "[9007199254740992]"));
+        assert_ne!(call_key("t", "[9007199254740994]"), call_key("t", "[9007199254740992]"));
+        assert_eq!(call_key("t", "[-9007199254740993]"), call_key("t", "[-9007199254740992.0]"));
     }
     #[test]
     fn every_cheap_gate_stops_the_call_and_is_named() {
