@@ -102,39 +102,41 @@ mod tests {
         assert_eq!(label("日本語"), "日本語");
     }
 
-    #[test]
-    fn unmeasured_quantities_are_dashes() {
-        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: Some(3), dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
-        let line = prune_line(&PruneLine {
+    /// 5,000 characters kept whole in 3 paragraphs, nothing measured.
+    const COUNTS: Counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: Some(3), dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
+
+    /// The line of agent `a`, tool `t`, a text, the offline scorer at 0.2, no ratio: change what a test is about.
+    fn line(counts: &Counts, change: impl FnOnce(&mut PruneLine)) -> String {
+        let mut l = PruneLine {
             agent: "a",
             tool: "t",
             outcome: Outcome::NothingDropped,
             detail: None,
             shape: Some(Shape::Text),
-            counts: &counts,
+            counts,
             threshold: Some(0.2),
             ratio: None,
             scorer: "offline",
-        });
+        };
+        change(&mut l);
+        prune_line(&l)
+    }
+
+    #[test]
+    fn unmeasured_quantities_are_dashes() {
         assert_eq!(
-            line,
+            line(&COUNTS, |_| {}),
             "tool prune: agent=a name=t outcome=nothing_dropped shape=text raw_chars=5000 kept_chars=5000 paragraphs=3 dropped=0 calls=0 jev_tokens=0 ms=- threshold=0.2 ratio=- scorer=offline"
         );
     }
 
     #[test]
     fn the_detail_follows_the_outcome_and_a_refused_threshold_is_a_dash() {
-        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: Some(3), dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
-        let line = prune_line(&PruneLine {
-            agent: "a",
-            tool: "t",
-            outcome: Outcome::Skipped,
-            detail: Some("gate=repeated"),
-            shape: Some(Shape::Text),
-            counts: &counts,
-            threshold: None,
-            ratio: None,
-            scorer: "stub",
+        let line = line(&COUNTS, |l| {
+            l.outcome = Outcome::Skipped;
+            l.detail = Some("gate=repeated");
+            l.threshold = None;
+            l.scorer = "stub";
         });
         assert!(line.starts_with("tool prune: agent=a name=t outcome=skipped gate=repeated shape=text raw_chars=5000 "), "{line}");
         assert!(line.ends_with(" ms=- threshold=- ratio=- scorer=stub"), "{line}");
@@ -142,17 +144,10 @@ mod tests {
 
     #[test]
     fn a_text_that_was_not_split_counts_no_paragraphs_not_zero() {
-        let counts = Counts { raw_chars: 5000, kept_chars: 5000, paragraphs: None, dropped: 0, calls: 0, jev_tokens: 0, ms: None, work: 0 };
-        let line = prune_line(&PruneLine {
-            agent: "a",
-            tool: "t",
-            outcome: Outcome::Structured,
-            detail: None,
-            shape: None,
-            counts: &counts,
-            threshold: Some(0.2),
-            ratio: None,
-            scorer: "offline",
+        let counts = Counts { paragraphs: None, ..COUNTS };
+        let line = line(&counts, |l| {
+            l.outcome = Outcome::Structured;
+            l.shape = None;
         });
         assert!(line.contains(" kept_chars=5000 paragraphs=- dropped=0 "), "{line}");
     }

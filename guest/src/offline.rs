@@ -577,7 +577,11 @@ fn evidence_of(terms: &[String], paragraphs: &[Read]) -> (f64, f64) {
 /// page) or when most of the text is in a script the request has no terms
 /// in (an English request on a Japanese page, matched only in its code).
 pub fn evidence(basis: &str, paragraphs: &[&str]) -> f64 {
-    let (coverage, reach) = evidence_parts(basis, paragraphs);
+    product(evidence_parts(basis, paragraphs))
+}
+
+/// The evidence from its parts: `coverage × reach`.
+fn product((coverage, reach): (f64, f64)) -> f64 {
     coverage * reach
 }
 
@@ -591,8 +595,7 @@ pub fn score_or_abstain(basis: &str, paragraphs: &[&str]) -> Option<Vec<f64>> {
     let basis_tokens = tokens(basis);
     let terms = terms_of(&basis_tokens);
     let read = read_all(&terms, paragraphs);
-    let (coverage, reach) = evidence_of(&terms, &read);
-    (coverage * reach >= MIN_EVIDENCE).then(|| score_read(basis, &basis_tokens, &terms, paragraphs, read, Params::SHIPPED))
+    (product(evidence_of(&terms, &read)) >= MIN_EVIDENCE).then(|| score_read(basis, &basis_tokens, &terms, paragraphs, read, Params::SHIPPED))
 }
 
 /// Scores with explicit knobs (see the module documentation for the steps).
