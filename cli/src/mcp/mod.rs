@@ -146,8 +146,11 @@ impl ServerHandler for OmittedServer {
     /// without a `name`, …) is −32602 Invalid params; any other method
     /// −32601 Method not found (rmcp's own answer).
     async fn on_custom_request(&self, request: CustomRequest, _context: RequestContext<RoleServer>) -> Result<CustomResult, McpError> {
-        const ANSWERED: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
-        if ANSWERED.contains(&request.method.as_str()) {
+        use rmcp::model::{
+            CallToolRequestMethod as Call, ConstString as _, DiscoverRequestMethod as Discover, InitializeResultMethod as Initialize,
+            ListToolsRequestMethod as List, PingRequestMethod as Ping,
+        };
+        if [Initialize::VALUE, Discover::VALUE, Ping::VALUE, List::VALUE, Call::VALUE].contains(&request.method.as_str()) {
             return Err(McpError::invalid_params(format!("the params do not fit {}", request.method), None));
         }
         Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None))
