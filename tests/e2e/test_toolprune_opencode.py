@@ -309,14 +309,17 @@ def test_e_an_unusable_store_passes_the_page_unchanged_and_the_run_succeeds(
     assert agent.fetched == [original], "the original page reached the model"
 
 
+@pytest.mark.parametrize("denial", [{"tools": {OMITTED: False}}, {"permission": {"*": "allow", "omit*": "deny"}}],
+                         ids=["tools", "permission"])
 def test_f_a_config_that_takes_omitted_from_the_model_gets_the_page_whole(
-    toolchain: Toolchain, corpus: Path, plugin_url: str, tmp_path: Path
+    toolchain: Toolchain, corpus: Path, plugin_url: str, tmp_path: Path, denial: dict[str, Any]
 ) -> None:
-    """``"tools": {"omitted": false}`` in opencode.json: OpenCode offers the model no
-    ``omitted``, and the plugin (told by its ``config`` hook) prunes nothing: no way back."""
+    """``"tools": {"omitted": false}``, or a ``permission`` rule denying it, in
+    opencode.json: OpenCode offers the model no ``omitted``, and the plugin (told by its
+    ``config`` hook) prunes nothing: no way back."""
     def without_omitted(home: Home) -> None:
         config = home.project / "opencode.json"
-        config.write_text(json.dumps({**json.loads(config.read_text()), "tools": {OMITTED: False}}, indent=2) + "\n")
+        config.write_text(json.dumps({**json.loads(config.read_text()), **denial}, indent=2) + "\n")
 
     home, agent, _, offered = one_turn(toolchain, corpus, plugin_url, tmp_path, without_omitted)
     assert FETCH in offered and OMITTED not in offered, offered
